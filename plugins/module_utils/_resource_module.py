@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Ansible layer: argument specs, the one error path, result shaping.
+
+The only file under module_utils that imports Ansible. Modules hand their
+resource to :func:`run_resource_module` and :func:`run_info_module`.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from .addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
+from .errors import Ovn4nfvError, ValidationError
+from .ovsdb import HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS, Database, DEFAULT_TIMEOUT
+from .reconcile import STATES, WRITE_STATES, reconcile, render_ops
+
+
+def connection_argument_spec(default_db):
+    """The OVSDB connection options every module takes."""
+    return dict(
+        db=dict(type="str", default=default_db),
+        timeout=dict(type="int", default=DEFAULT_TIMEOUT),
+        private_key=dict(type="path"),
+        certificate=dict(type="path"),
+        ca_cert=dict(type="path", aliases=["bootstrap_ca_cert"]),
+    )
+
+
+def _require_libraries(module):
+    for name, present, error in (("ovsdbapp", HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR),
+                                 ("netaddr", HAS_NETADDR, NETADDR_IMPORT_ERROR)):
+        if not present:
+            module.fail_json(msg=missing_required_lib(name), exception="".join(
+                traceback.format_exception_only(type(error), error)))
+
+
+def _connect(module, resource_tables, schema):
+    params = module.params
+    if params["timeout"] <= 0:
+        raise ValidationError("timeout: %r must be a positive number of seconds" %
+                              params["timeout"])
+    tls = TLS(params["private_key"], params["certificate"], params["ca_cert"])
+    return Database(params["db"], schema, resource_tables, timeout=params["timeout"], tls=tls)
+
+
+def _fail(module, exc):
+    if isinstance(exc, ValidationError):
+        module.fail_json(msg=str(exc), problems=exc.problems)
+    module.fail_json(msg=str(exc))
+
+
+def run_resource_module(resource_class, options, default_db, single=False):
+    """Run a resource module: ``config`` (a list of ``options``, or one
+    object when ``single``) reconciled according to ``state``."""
+    spec = dict(
+        config=dict(type="dict", options=options) if single else
+        dict(type="list", elements="dict", options=options),
+        state=dict(type="str", default="merged", choices=list(STATES)),
+    )
+    spec.update(connection_argument_spec(default_db))
+    module = AnsibleModule(
+        argument_spec=spec, supports_check_mode=True,
+        required_if=[("state", state, ("config",)) for state in ("merged", "replaced", "rendered")])
+    _require_libraries(module)
+    state = module.params["state"]
+    config = module.params["config"]
+    if single:
+        config = [config or {}]
+    resource = resource_class()
+    database = None
+    try:
+        database = _connect(module, resource.tables, resource.schema)
+        plan = reconcile(resource, config, state, database, check_mode=module.check_mode)
+    except Ovn4nfvError as exc:
+        _fail(module, exc)
+    finally:
+        if database is not None:
+            database.close()
+
+    result = dict(changed=False)
+    if state == "gathered":
+        result["gathered"] = plan.gathered[0] if single and plan.gathered else plan.gathered
+        module.exit_json(**result)
+    result["operations"] = plan.operations()
+    if state == "rendered":
+        result["rendered"] = render_ops(plan.ops)
+        module.exit_json(**result)
+    result["changed"] = plan.changed and state in WRITE_STATES
+    result["before"] = plan.before[0] if single and plan.before else plan.before
+    result["after"] = plan.after[0] if single and plan.after else plan.after
+    if module._diff:
+        result["diff"] = plan.diff()
+    module.exit_json(**result)
+
+
+def run_info_module(default_db, schema, sections, argument_spec=None):
+    """Run an info module: ``sections`` maps a result key to a resource
+    class, whose objects are gathered as in ``state: gathered``."""
+    spec = dict(argument_spec or {})
+    spec.update(connection_argument_spec(default_db))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    _require_libraries(module)
+    wanted = module.params.get("gather") or list(sections)
+    resources = [(key, sections[key]()) for key in wanted]
+    tables = sorted(set(t for _key, resource in resources for t in resource.tables))
+    database = None
+    result = dict(changed=False)
+    try:
+        database = _connect(module, tables, schema)
+        for key, resource in resources:
+            gathered = reconcile(resource, [], "gathered", database).gathered
+            result[key] = gathered[0] if resource.identity == () and gathered else gathered
+    except Ovn4nfvError as exc:
+        _fail(module, exc)
+    finally:
+        if database is not None:
+            database.close()
+    module.exit_json(**result)

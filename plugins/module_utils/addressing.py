@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Addressing rules: CIDRs, addresses inside subnets, MACs, exclude ranges.
+
+Every function takes the name of the field it checks, so that the error it
+raises names both the field and the value.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import random
+
+from .errors import ValidationError
+
+try:
+    import netaddr
+    HAS_NETADDR = True
+    NETADDR_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - exercised by ansible-test
+    HAS_NETADDR = False
+    NETADDR_IMPORT_ERROR = exc
+
+
+def parse_cidr(value, field, version=None):
+    """Return ``value`` as an ``IPNetwork`` in canonical form.
+
+    The value must be a network address with a prefix length
+    (``10.0.0.0/24``); host bits set (``10.0.0.5/24``) are refused, since
+    an operator who writes them almost always meant something else.
+    """
+    text = str(value).strip()
+    try:
+        if "/" not in text:
+            raise ValueError("no prefix length")
+        net = netaddr.IPNetwork(text)
+    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
+        raise ValidationError("%s: %r is not a valid CIDR (%s)" % (field, value, exc))
+    if version and net.version != version:
+        raise ValidationError("%s: %r is not an IPv%d CIDR" % (field, value, version))
+    if net.ip != net.network:
+        raise ValidationError(
+            "%s: %r has host bits set; the network is %s" % (field, value, net.cidr))
+    return net.cidr
+
+
+def parse_ip(value, field, version=None):
+    """Return ``value`` as an ``IPAddress``; a prefix is not allowed."""
+    try:
+        ip = netaddr.IPAddress(str(value).strip())
+    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
+        raise ValidationError("%s: %r is not a valid IP address (%s)" % (field, value, exc))
+    if version and ip.version != version:
+        raise ValidationError("%s: %r is not an IPv%d address" % (field, value, version))
+    return ip
+
+
+def parse_ip_interface(value, field):
+    """Parse ``IP/len`` as used by router port ``networks``.
+
+    Returns ``(IPAddress, IPNetwork)``; unlike :func:`parse_cidr` the host
+    bits are the point here.
+    """
+    text = str(value).strip()
+    try:
+        if "/" not in text:
+            raise ValueError("no prefix length")
+        net = netaddr.IPNetwork(text)
+    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
+        raise ValidationError("%s: %r is not a valid IP/prefix (%s)" % (field, value, exc))
+    return net.ip, net
+
+
+def require_inside(ip, subnet, field, value=None):
+    """Refuse ``ip`` unless it lies inside ``subnet``."""
+    if ip not in subnet:
+        raise ValidationError("%s: %s is outside the subnet %s" % (
+            field, value if value is not None else ip, subnet))
+
+
+def parse_mac(value, field):
+    """Return a canonical lower-case ``aa:bb:cc:dd:ee:ff`` unicast MAC."""
+    text = str(value).strip()
+    try:
+        mac = netaddr.EUI(text, version=48)
+    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
+        raise ValidationError("%s: %r is not a valid MAC address (%s)" % (field, value, exc))
+    if mac.words[0] & 0x01:
+        raise ValidationError("%s: %r is a multicast MAC address; a port needs a unicast one" % (
+            field, value))
+    if int(mac) == 0:
+        raise ValidationError("%s: %r is the all-zero MAC address" % (field, value))
+    mac.dialect = netaddr.mac_unix_expanded
+    return str(mac).lower()
+
+
+def is_mac(value):
+    """True when ``value`` parses as a 48-bit MAC (any kind)."""
+    try:
+        netaddr.EUI(str(value), version=48)
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return False
+    return ":" in str(value) or "-" in str(value)
+
+
+def generate_mac(rng=None):
+    """A random locally administered, unicast MAC (first octet ``x2/x6/xA/xE``).
+
+    Not the ``00:00:00`` Xerox prefix OVN4NFV used.
+    """
+    rng = rng or random.SystemRandom()
+    octets = [rng.randint(0, 255) for _unused in range(6)]
+    octets[0] = (octets[0] & 0xFC) | 0x02
+    return ":".join("%02x" % o for o in octets)
+
+
+def parse_exclude_ips(values, subnet, field):
+    """Validate ``exclude_ips`` against ``subnet``.
+
+    ``values`` is a list of single addresses and ``a..b`` ranges (OVN's own
+    notation). Returns the list in canonical form, in the given order.
+    """
+    canonical = []
+    for index, item in enumerate(values or []):
+        where = "%s[%d]" % (field, index)
+        text = str(item).strip()
+        if ".." in text:
+            low_text, _sep, high_text = text.partition("..")
+            low = parse_ip(low_text, where, version=4)
+            high = parse_ip(high_text, where, version=4)
+            if low > high:
+                raise ValidationError(
+                    "%s: %r is an inverted range; its start %s is above its end %s" % (
+                        where, item, low, high))
+            for ip in (low, high):
+                if subnet is not None:
+                    require_inside(ip, subnet, where, "%r (%s)" % (item, ip))
+            canonical.append("%s..%s" % (low, high))
+        else:
+            ip = parse_ip(text, where, version=4)
+            if subnet is not None:
+                require_inside(ip, subnet, where, repr(item))
+            canonical.append(str(ip))
+    return canonical
+
+
+def exclude_ips_to_ovn(values):
+    """Join canonical exclude entries into OVN's space-separated string."""
+    return " ".join(values)
+
+
+def exclude_ips_from_ovn(text):
+    """Split OVN's ``other_config:exclude_ips`` string into a list."""
+    return [part for part in (text or "").split() if part]
+
+
+def ip_set(subnet, exclude):
+    """An ``IPSet`` of the subnet's host addresses not excluded."""
+    hosts = netaddr.IPSet(subnet)
+    for entry in exclude or []:
+        low, _sep, high = entry.partition("..")
+        hosts.remove(netaddr.IPRange(low, high or low))
+    return hosts

@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The collection's one error type and its kinds.
+
+Errors cross the core as these exceptions; the Ansible layer turns them
+into ``fail_json`` in one place and the daemons into Events and log lines.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class Ovn4nfvError(Exception):
+    """Base of every error the core raises on purpose."""
+
+
+class ValidationError(Ovn4nfvError):
+    """Bad input. Holds every problem found, each naming field and value.
+
+    Raised before anything is written, so a caller may rely on the
+    database being untouched when it sees this error.
+    """
+
+    def __init__(self, problems):
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = list(problems)
+        super(ValidationError, self).__init__("; ".join(self.problems))
+
+
+class DatabaseUnreachable(Ovn4nfvError):
+    """The OVSDB remote could not be reached or synced within the timeout."""
+
+
+class TransactionFailed(Ovn4nfvError):
+    """The server refused or did not finish the transaction."""

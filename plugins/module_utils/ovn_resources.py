@@ -1,0 +1,475 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""OVN northbound objects as reconcile resources.
+
+Switches, switch ports, routers, router ports, static routes and NAT, each
+described once here and used by the modules and the daemons alike.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from . import addressing
+from .errors import ValidationError
+from .naming import in_range, ovn_name
+from .ovsdb import NB_SCHEMA
+from .reconcile import OWNER_KEY, Field, Op, Parent, Resource, map_of_strings
+
+
+def _external_ids():
+    return Field("external_ids", kind="map", exclude_keys=(OWNER_KEY,))
+
+
+def _check_maps(item, where, options):
+    for option in options:
+        if option in item:
+            item[option] = map_of_strings(item[option], "%s.%s" % (where, option))
+    if OWNER_KEY in (item.get("external_ids") or {}):
+        raise ValidationError("%s.external_ids: the key %r is reserved for the product" % (
+            where, OWNER_KEY))
+
+
+def _name(item, where, option="name"):
+    if option not in item:
+        raise ValidationError("%s.%s: a name is required" % (where, option))
+    return ovn_name(item[option], "%s.%s" % (where, option))
+
+
+class LogicalSwitch(Resource):
+    """A logical switch; ``subnet`` and ``exclude_ips`` live in ``other_config``."""
+
+    name = "logical_switch"
+    schema = NB_SCHEMA
+    table = "Logical_Switch"
+    tables = ("Logical_Switch",)
+    fields = (
+        Field("name", default=""),
+        Field("subnet", column="other_config", kind="mapkey", key="subnet"),
+        Field("exclude_ips", column="other_config", kind="mapkey", key="exclude_ips",
+              to_db=addressing.exclude_ips_to_ovn, from_db=addressing.exclude_ips_from_ovn),
+        Field("other_config", kind="map", exclude_keys=("subnet", "exclude_ips")),
+        _external_ids(),
+    )
+
+    def validate(self, item, where, state):
+        _name(item, where)
+        _check_maps(item, where, ("other_config", "external_ids"))
+        if state == "deleted":
+            return item
+        for reserved in ("subnet", "exclude_ips"):
+            if reserved in (item.get("other_config") or {}):
+                raise ValidationError(
+                    "%s.other_config: set %r with the %s option, not in other_config" % (
+                        where, reserved, reserved))
+        subnet = None
+        if "subnet" in item:
+            subnet = addressing.parse_cidr(item["subnet"], where + ".subnet", version=4)
+            item["subnet"] = str(subnet)
+        if "exclude_ips" in item:
+            item["exclude_ips"] = addressing.parse_exclude_ips(
+                item["exclude_ips"], subnet, where + ".exclude_ips")
+        return item
+
+    def check(self, item, where, view, current, state):
+        # Exclude ranges given without a subnet are checked against the one
+        # the switch keeps under merged.
+        if state == "merged" and current is not None and "exclude_ips" in item \
+                and "subnet" not in item:
+            subnet = current.cols[(self.table, "other_config")].get("subnet")
+            if subnet:
+                addressing.parse_exclude_ips(item["exclude_ips"],
+                                             addressing.parse_cidr(subnet, "subnet"),
+                                             where + ".exclude_ips")
+
+
+_LSP_TYPES = {"normal": "", "router": "router", "localnet": "localnet"}
+
+
+def parse_lsp_address(value, where):
+    """``dynamic``, ``router``, ``unknown``, ``MAC``, ``MAC IP...`` or ``MAC dynamic``.
+
+    Returns ``(canonical string, [IPAddress ...])``.
+    """
+    text = " ".join(str(value).split())
+    if text in ("dynamic", "router", "unknown"):
+        return text, []
+    words = text.split(" ")
+    mac = addressing.parse_mac(words[0], where)
+    ips = []
+    rest = []
+    for word in words[1:]:
+        if word == "dynamic" and len(words) == 2:
+            rest.append(word)
+            continue
+        ips.append(addressing.parse_ip(word, where))
+        rest.append(str(ips[-1]))
+    return " ".join([mac] + rest), ips
+
+
+class LogicalSwitchPort(Resource):
+    """A port of a logical switch. Port names are unique across the NB."""
+
+    name = "logical_switch_port"
+    schema = NB_SCHEMA
+    table = "Logical_Switch_Port"
+    tables = ("Logical_Switch", "Logical_Switch_Port")
+    parent = Parent("switch", "Logical_Switch", "ports", "switch")
+    fields = (
+        Field("name", default=""),
+        Field("addresses", kind="set"),
+        Field("port_security", kind="set"),
+        Field("type", default="", to_db=lambda v: _LSP_TYPES.get(v, v),
+              from_db=lambda v: v or "normal"),
+        Field("options", kind="map"),
+        Field("tag", kind="optional"),
+        _external_ids(),
+    )
+
+    def validate(self, item, where, state):
+        _name(item, where)
+        _check_maps(item, where, ("options", "external_ids"))
+        if state == "deleted":
+            return item
+        if "switch" not in item:
+            raise ValidationError("%s.switch: the port's switch is required" % where)
+        ovn_name(item["switch"], where + ".switch")
+        addresses, static = [], []
+        for index, value in enumerate(item.get("addresses") or []):
+            text, ips = parse_lsp_address(value, "%s.addresses[%d]" % (where, index))
+            addresses.append(text)
+            static.extend(("%s.addresses[%d]" % (where, index), value, ip) for ip in ips)
+        if "addresses" in item:
+            item["addresses"] = addresses
+        item["_static_ips"] = static
+        if "port_security" in item:
+            secured = []
+            for index, value in enumerate(item["port_security"]):
+                field = "%s.port_security[%d]" % (where, index)
+                words = str(value).split()
+                if not words:
+                    raise ValidationError("%s: %r is empty" % (field, value))
+                parts = [addressing.parse_mac(words[0], field)]
+                for word in words[1:]:
+                    if "/" in word:
+                        ip, net = addressing.parse_ip_interface(word, field)
+                        parts.append("%s/%d" % (ip, net.prefixlen))
+                    else:
+                        parts.append(str(addressing.parse_ip(word, field)))
+                secured.append(" ".join(parts))
+            item["port_security"] = secured
+        if "tag" in item:
+            in_range(item["tag"], 1, 4095, where + ".tag")
+        kind = item.get("type")
+        options = item.get("options") or {}
+        if kind == "router" and not options.get("router-port"):
+            raise ValidationError("%s.options: a router port needs options.router-port" % where)
+        if kind == "localnet" and not options.get("network_name"):
+            raise ValidationError("%s.options: a localnet port needs options.network_name" % where)
+        return item
+
+    def check(self, item, where, view, current, state):
+        if state == "deleted":
+            return
+        switch = view.one("Logical_Switch", item["switch"], where + ".switch", "switch")
+        if current is not None and current.parent is not None \
+                and current.parent.name != item["switch"]:
+            raise ValidationError(
+                "%s.name: port %r already exists on switch %r, not on %r; delete it there first" % (
+                    where, item["name"], current.parent.name, item["switch"]))
+        subnet = switch.other_config.get("subnet")
+        if subnet and item.get("_static_ips"):
+            net = addressing.parse_cidr(subnet, "switch subnet")
+            for field, value, ip in item["_static_ips"]:
+                if ip.version == 4:
+                    addressing.require_inside(ip, net, field, "%r (IP %s of switch %s)" % (
+                        value, ip, item["switch"]))
+
+
+class LogicalRouter(Resource):
+    """A logical router; a gateway router carries ``options.chassis``."""
+
+    name = "logical_router"
+    schema = NB_SCHEMA
+    table = "Logical_Router"
+    tables = ("Logical_Router",)
+    fields = (
+        Field("name", default=""),
+        Field("options", kind="map"),
+        _external_ids(),
+    )
+
+    def validate(self, item, where, state):
+        _name(item, where)
+        _check_maps(item, where, ("options", "external_ids"))
+        return item
+
+
+_GC = ("Gateway_Chassis", "gateway_chassis")
+
+
+class _GatewayChassis(Field):
+    """``gateway_chassis``: a list of ``{chassis_name, priority}``, kept as
+    Gateway_Chassis rows referenced by the router port."""
+
+    def __init__(self):
+        super(_GatewayChassis, self).__init__("gateway_chassis", column="gateway_chassis",
+                                              table="Gateway_Chassis", kind="map")
+
+    def read(self, cols, table):
+        value = cols.get(_GC) or {}
+        return [{"chassis_name": name, "priority": prio}
+                for name, prio in sorted(value.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+    def apply(self, cols, table, value, merge):
+        if value is not None:
+            cols[_GC] = dict((gc["chassis_name"], gc.get("priority") or 0) for gc in value)
+        elif not merge:
+            cols[_GC] = {}
+
+
+class LogicalRouterPort(Resource):
+    """A router port with its MAC, networks, peer and gateway chassis."""
+
+    name = "logical_router_port"
+    schema = NB_SCHEMA
+    table = "Logical_Router_Port"
+    tables = ("Logical_Router", "Logical_Router_Port", "Gateway_Chassis")
+    parent = Parent("router", "Logical_Router", "ports", "router")
+    fields = (
+        Field("name", default=""),
+        Field("mac", default=""),
+        Field("networks", kind="set"),
+        Field("peer", kind="optional"),
+        _GatewayChassis(),
+        Field("options", kind="map"),
+        _external_ids(),
+    )
+
+    def validate(self, item, where, state):
+        _name(item, where)
+        _check_maps(item, where, ("options", "external_ids"))
+        if state == "deleted":
+            return item
+        if "router" not in item:
+            raise ValidationError("%s.router: the port's router is required" % where)
+        ovn_name(item["router"], where + ".router")
+        if "mac" in item:
+            item["mac"] = addressing.parse_mac(item["mac"], where + ".mac")
+        if "networks" in item:
+            networks = []
+            for index, value in enumerate(item["networks"]):
+                ip, net = addressing.parse_ip_interface(value, "%s.networks[%d]" % (where, index))
+                networks.append("%s/%d" % (ip, net.prefixlen))
+            item["networks"] = networks
+        if "peer" in item:
+            ovn_name(item["peer"], where + ".peer")
+        chassis = set()
+        for index, gc in enumerate(item.get("gateway_chassis") or []):
+            field = "%s.gateway_chassis[%d]" % (where, index)
+            ovn_name(gc.get("chassis_name"), field + ".chassis_name")
+            in_range(gc.get("priority") or 0, 0, 32767, field + ".priority")
+            if gc["chassis_name"] in chassis:
+                raise ValidationError("%s.chassis_name: %r is listed twice" % (
+                    field, gc["chassis_name"]))
+            chassis.add(gc["chassis_name"])
+        return item
+
+    def check(self, item, where, view, current, state):
+        if state == "deleted":
+            return
+        view.one("Logical_Router", item["router"], where + ".router", "router")
+        if current is not None and current.parent.name != item["router"]:
+            raise ValidationError(
+                "%s.name: port %r already exists on router %r, not on %r; delete it there first" % (
+                    where, item["name"], current.parent.name, item["router"]))
+        if current is None:
+            missing = [o for o in ("mac", "networks") if not item.get(o)]
+            if missing:
+                raise ValidationError("%s: a new router port needs %s" % (
+                    where, " and ".join(missing)))
+
+    def make_current(self, row, parent_row, view):
+        current = super(LogicalRouterPort, self).make_current(row, parent_row, view)
+        chassis = dict((gc.chassis_name, gc.priority) for gc in row.gateway_chassis)
+        current.cols[_GC] = chassis
+        current.rows["Gateway_Chassis"] = dict((gc.chassis_name, gc) for gc in row.gateway_chassis)
+        return current
+
+    @staticmethod
+    def _insert_gateway_chassis(port_name, chassis, names):
+        """Insert ops for ``{chassis_name: priority}``, named as ovn-nbctl names them."""
+        return [Op("insert", "Gateway_Chassis", names.new("Gateway_Chassis"), value={
+            "name": "%s-%s" % (port_name, name), "chassis_name": name, "priority": prio})
+            for name, prio in sorted(chassis.items())]
+
+    def create_ops(self, item, cols, parent_row, names):
+        cols = dict(cols)
+        chassis = cols.pop(_GC, {})
+        ops = self._insert_gateway_chassis(item["name"], chassis, names)
+        port_ops = super(LogicalRouterPort, self).create_ops(item, cols, parent_row, names)
+        if ops:
+            port_ops[0].value["gateway_chassis"] = [op.row for op in ops]
+        return ops + port_ops
+
+    def update_ops(self, current, cols, names):
+        cols = dict(cols)
+        want = cols.pop(_GC, {})
+        have = current.cols.get(_GC, {})
+        port = current.rows[self.table]
+        ops = super(LogicalRouterPort, self).update_ops(current, cols, names)
+        rows = current.rows.get("Gateway_Chassis", {})
+        for name in sorted(set(have) - set(want)):
+            ops.append(Op("mutate", self.table, port, "gateway_chassis", [rows[name]], "delete"))
+            ops.append(Op("delete", "Gateway_Chassis", rows[name]))
+        for name in sorted(set(have) & set(want)):
+            if have[name] != want[name]:
+                ops.append(Op("update", "Gateway_Chassis", rows[name], "priority", want[name]))
+        added = dict((n, p) for n, p in want.items() if n not in have)
+        for insert in self._insert_gateway_chassis(port.name, added, names):
+            ops.append(insert)
+            ops.append(Op("mutate", self.table, port, "gateway_chassis", [insert.row], "insert"))
+        return ops
+
+
+def _prefix(value, field):
+    """A route prefix: a CIDR, or a single address."""
+    if "/" in str(value):
+        return str(addressing.parse_cidr(value, field))
+    return str(addressing.parse_ip(value, field))
+
+
+class StaticRoute(Resource):
+    """A static route of a logical router, known by prefix, next hop and policy."""
+
+    name = "static_route"
+    schema = NB_SCHEMA
+    table = "Logical_Router_Static_Route"
+    tables = ("Logical_Router", "Logical_Router_Port", "Logical_Router_Static_Route")
+    identity = ("router", "ip_prefix", "nexthop", "policy")
+    parent = Parent("router", "Logical_Router", "static_routes", "router")
+    fields = (
+        Field("ip_prefix", default=""),
+        Field("nexthop", default=""),
+        Field("policy", kind="optional", from_db=lambda v: v),
+        Field("output_port", kind="optional"),
+        _external_ids(),
+    )
+
+    def key(self, item):
+        return (item.get("router"), item.get("ip_prefix"), item.get("nexthop"),
+                item.get("policy") or "dst-ip")
+
+    def to_config(self, cols):
+        config = super(StaticRoute, self).to_config(cols)
+        config.setdefault("policy", "dst-ip")
+        return config
+
+    def wanted_cols(self, item, current, state):
+        cols = super(StaticRoute, self).wanted_cols(item, current, state)
+        # OVN reads an empty policy as dst-ip; keep rows as ovn-nbctl writes them.
+        if cols.get((self.table, "policy")) == ["dst-ip"]:
+            cols[(self.table, "policy")] = []
+        return cols
+
+    def validate(self, item, where, state):
+        for option in ("router", "ip_prefix", "nexthop"):
+            if option not in item:
+                raise ValidationError("%s.%s: is required" % (where, option))
+        _check_maps(item, where, ("external_ids",))
+        ovn_name(item["router"], where + ".router")
+        item["ip_prefix"] = _prefix(item["ip_prefix"], where + ".ip_prefix")
+        if item["nexthop"] != "discard":
+            item["nexthop"] = str(addressing.parse_ip(item["nexthop"], where + ".nexthop"))
+        item.setdefault("policy", "dst-ip")
+        return item
+
+    def check(self, item, where, view, current, state):
+        if state == "deleted":
+            return
+        router = view.one("Logical_Router", item["router"], where + ".router", "router")
+        port = item.get("output_port")
+        if port and port not in set(p.name for p in router.ports):
+            raise ValidationError("%s.output_port: %r is not a port of router %r" % (
+                where, port, item["router"]))
+
+
+_NAT_TYPES = ("snat", "dnat", "dnat_and_snat")
+
+
+class NAT(Resource):
+    """A NAT rule of a logical router.
+
+    As in ``ovn-nbctl lr-nat-add``, an ``snat`` rule is known by its logical
+    IP and the others by their external IP.
+    """
+
+    name = "nat"
+    schema = NB_SCHEMA
+    table = "NAT"
+    tables = ("Logical_Router", "Logical_Switch_Port", "NAT")
+    identity = ("router", "type", "external_ip", "logical_ip")
+    parent = Parent("router", "Logical_Router", "nat", "router")
+    fields = (
+        Field("type", default=""),
+        Field("external_ip", default=""),
+        Field("logical_ip", default=""),
+        Field("logical_port", kind="optional"),
+        Field("external_mac", kind="optional"),
+        _external_ids(),
+    )
+
+    def key(self, item):
+        if item.get("type") == "snat":
+            return (item.get("router"), "snat", None, item.get("logical_ip"))
+        return (item.get("router"), item.get("type"), item.get("external_ip"), None)
+
+    def validate(self, item, where, state):
+        for option in ("router", "type"):
+            if option not in item:
+                raise ValidationError("%s.%s: is required" % (where, option))
+        ovn_name(item["router"], where + ".router")
+        _check_maps(item, where, ("external_ids",))
+        kind = item["type"]
+        if kind not in _NAT_TYPES:
+            raise ValidationError("%s.type: %r is not one of %s" % (
+                where, kind, ", ".join(_NAT_TYPES)))
+        needed = ["logical_ip"] if kind == "snat" else ["external_ip"]
+        if state != "deleted":
+            needed = ["external_ip", "logical_ip"]
+        for option in needed:
+            if option not in item:
+                raise ValidationError("%s.%s: a %s rule needs it" % (where, option, kind))
+        if "external_ip" in item:
+            item["external_ip"] = str(addressing.parse_ip(item["external_ip"],
+                                                          where + ".external_ip"))
+        if "logical_ip" in item:
+            if kind == "snat":
+                item["logical_ip"] = _prefix(item["logical_ip"], where + ".logical_ip")
+            else:
+                item["logical_ip"] = str(addressing.parse_ip(item["logical_ip"],
+                                                             where + ".logical_ip"))
+        if state == "deleted":
+            return item
+        if ("logical_port" in item or "external_mac" in item) and kind != "dnat_and_snat":
+            raise ValidationError("%s.logical_port: only a dnat_and_snat rule takes a "
+                                  "logical_port or an external_mac (type is %r)" % (where, kind))
+        if ("logical_port" in item) != ("external_mac" in item):
+            raise ValidationError("%s: logical_port and external_mac go together" % where)
+        if "external_mac" in item:
+            item["external_mac"] = addressing.parse_mac(item["external_mac"],
+                                                        where + ".external_mac")
+        return item
+
+    def check(self, item, where, view, current, state):
+        if state == "deleted":
+            return
+        view.one("Logical_Router", item["router"], where + ".router", "router")
+        if item.get("logical_port"):
+            view.one("Logical_Switch_Port", item["logical_port"], where + ".logical_port",
+                     "switch port")
+
+
+RESOURCES = dict((r.name, r) for r in (
+    LogicalSwitch, LogicalSwitchPort, LogicalRouter, LogicalRouterPort, StaticRoute, NAT))

@@ -1,0 +1,306 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The local Open vSwitch database as reconcile resources: bridges, ports
+and the chassis settings OVN reads from ``Open_vSwitch.external_ids``."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from . import addressing
+from .errors import ValidationError
+from .naming import in_range, interface_name, ovn_name
+from .ovsdb import OVS_SCHEMA, parse_remote
+from .reconcile import OWNER_KEY, Current, Field, Op, Parent, Resource, column_value, map_of_strings
+
+_OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
+
+# OVS writes "" for the defaults the operator calls "system".
+_system_to_db = {"system": ""}
+
+
+def _from_system(value):
+    return value or "system"
+
+
+def _to_system(value):
+    return _system_to_db.get(value, value)
+
+
+def _maps(item, where, options):
+    for option in options:
+        if option in item:
+            item[option] = map_of_strings(item[option], "%s.%s" % (where, option))
+
+
+class Bridge(Resource):
+    """An OVS bridge, created as ``ovs-vsctl add-br`` does: with its local
+    internal port and interface."""
+
+    name = "bridge"
+    schema = OVS_SCHEMA
+    table = "Bridge"
+    tables = _OVS_TABLES
+    parent = Parent(None, "Open_vSwitch", "bridges", "database")
+    fields = (
+        Field("name", default=""),
+        Field("datapath_type", default="", to_db=_to_system, from_db=_from_system),
+        Field("fail_mode", kind="optional"),
+        Field("protocols", kind="set"),
+        Field("other_config", kind="map"),
+        Field("external_ids", kind="map", exclude_keys=(OWNER_KEY,)),
+    )
+
+    def validate(self, item, where, state):
+        if "name" not in item:
+            raise ValidationError("%s.name: a name is required" % where)
+        interface_name(item["name"], where + ".name")
+        _maps(item, where, ("other_config", "external_ids"))
+        if OWNER_KEY in (item.get("external_ids") or {}):
+            raise ValidationError("%s.external_ids: the key %r is reserved for the product" % (
+                where, OWNER_KEY))
+        if "other_config" in item and "hwaddr" in item["other_config"]:
+            item["other_config"]["hwaddr"] = addressing.parse_mac(
+                item["other_config"]["hwaddr"], where + ".other_config.hwaddr")
+        return item
+
+    def create_ops(self, item, cols, parent_row, names):
+        iface, port = names.new("Interface"), names.new("Port")
+        ops = [Op("insert", "Interface", iface, value={"name": item["name"], "type": "internal"}),
+               Op("insert", "Port", port, value={"name": item["name"], "interfaces": [iface]})]
+        bridge_ops = super(Bridge, self).create_ops(item, cols, parent_row, names)
+        bridge_ops[0].value["ports"] = [port]
+        return ops + bridge_ops
+
+
+class Port(Resource):
+    """An OVS port with its one interface (bonds are out of scope).
+
+    ``type``, ``options``, ``external_ids`` and ``mtu_request`` belong to the
+    interface; ``tag`` and ``trunks`` to the port. The product's ownership
+    mark sits in the port's own ``external_ids``.
+    """
+
+    name = "port"
+    schema = OVS_SCHEMA
+    table = "Port"
+    tables = _OVS_TABLES
+    parent = Parent("bridge", "Bridge", "ports", "bridge")
+    fields = (
+        Field("name", default=""),
+        Field("type", table="Interface", default="", to_db=_to_system, from_db=_from_system),
+        Field("options", table="Interface", kind="map"),
+        Field("tag", kind="optional"),
+        Field("trunks", kind="set"),
+        Field("external_ids", table="Interface", kind="map"),
+        Field("mtu_request", table="Interface", kind="optional"),
+    )
+
+    def extra_rows(self, row):
+        for iface in row.interfaces:
+            if iface.name == row.name:
+                return {"Interface": iface}
+        return {}
+
+    def make_current(self, row, parent_row, view):
+        # A bridge's own local port belongs to the bridge, not to ovs_port.
+        if row.name == parent_row.name or len(row.interfaces) != 1:
+            return None
+        return super(Port, self).make_current(row, parent_row, view)
+
+    def validate(self, item, where, state):
+        if "name" not in item:
+            raise ValidationError("%s.name: a name is required" % where)
+        interface_name(item["name"], where + ".name")
+        _maps(item, where, ("options", "external_ids"))
+        if state == "deleted":
+            return item
+        if "bridge" not in item:
+            raise ValidationError("%s.bridge: the port's bridge is required" % where)
+        interface_name(item["bridge"], where + ".bridge")
+        if item["bridge"] == item["name"]:
+            raise ValidationError("%s.name: %r is the bridge's own local port; manage it with "
+                                  "ovs_bridge" % (where, item["name"]))
+        if "tag" in item:
+            in_range(item["tag"], 0, 4095, where + ".tag")
+        for index, vlan in enumerate(item.get("trunks") or []):
+            in_range(vlan, 0, 4095, "%s.trunks[%d]" % (where, index))
+        if "mtu_request" in item:
+            in_range(item["mtu_request"], 68, 65535, where + ".mtu_request")
+        options = item.get("options") or {}
+        kind = item.get("type")
+        if kind == "patch" and not options.get("peer"):
+            raise ValidationError("%s.options: a patch port needs options.peer" % where)
+        if kind == "patch" and options.get("peer") == item["name"]:
+            raise ValidationError("%s.options.peer: %r is the port itself" % (where, options["peer"]))
+        if kind in ("vxlan", "geneve"):
+            remote = options.get("remote_ip")
+            if not remote:
+                raise ValidationError("%s.options: a %s port needs options.remote_ip" % (
+                    where, kind))
+            if remote != "flow":
+                addressing.parse_ip(remote, where + ".options.remote_ip")
+        if "key" in options and options["key"] != "flow":
+            try:
+                in_range(int(options["key"]), 0, 2 ** 32 - 1, where + ".options.key")
+            except ValueError:
+                raise ValidationError("%s.options.key: %r is not a number or 'flow'" % (
+                    where, options["key"]))
+        return item
+
+    def check(self, item, where, view, current, state):
+        if state == "deleted":
+            return
+        view.one("Bridge", item["bridge"], where + ".bridge", "bridge")
+        if current is not None and current.parent.name != item["bridge"]:
+            raise ValidationError(
+                "%s.name: port %r already exists on bridge %r, not on %r; delete it there first" % (
+                    where, item["name"], current.parent.name, item["bridge"]))
+
+    def create_ops(self, item, cols, parent_row, names):
+        iface = names.new("Interface")
+        values = dict((column, value) for (table, column), value in cols.items()
+                      if table == "Interface" and value not in (None, [], {}))
+        values["name"] = item["name"]
+        port_ops = super(Port, self).create_ops(item, cols, parent_row, names)
+        port_ops[0].value["interfaces"] = [iface]
+        return [Op("insert", "Interface", iface, value=values)] + port_ops
+
+
+# ovn_chassis: option -> Open_vSwitch external_ids key
+CHASSIS_KEYS = (
+    ("system_id", "system-id"),
+    ("ovn_remote", "ovn-remote"),
+    ("encap_type", "ovn-encap-type"),
+    ("encap_ip", "ovn-encap-ip"),
+    ("bridge_mappings", "ovn-bridge-mappings"),
+    ("bridge_datapath_type", "ovn-bridge-datapath-type"),
+    ("cms_options", "ovn-cms-options"),
+)
+_ENCAP_TYPES = ("geneve", "vxlan")
+
+
+def parse_bridge_mappings(text):
+    """``physnet1:br-ex,physnet2:br-vlan`` as an ordered list of pairs."""
+    pairs = []
+    for part in (text or "").split(","):
+        if part.strip():
+            physnet, _sep, bridge = part.strip().partition(":")
+            pairs.append((physnet, bridge))
+    return pairs
+
+
+def format_bridge_mappings(pairs):
+    return ",".join("%s:%s" % pair for pair in pairs)
+
+
+class _BridgeMappings(Field):
+    """``ovn-bridge-mappings`` as a ``{physnet: bridge}`` dict, merged
+    mapping by mapping; ``null`` removes a mapping under ``merged``."""
+
+    def __init__(self):
+        super(_BridgeMappings, self).__init__("bridge_mappings", column="external_ids",
+                                              kind="mapkey", key="ovn-bridge-mappings")
+
+    def read(self, cols, table):
+        text = (cols.get((table, "external_ids")) or {}).get(self.key)
+        return dict(parse_bridge_mappings(text)) if text else None
+
+    def apply(self, cols, table, value, merge):
+        ids = cols.setdefault((table, "external_ids"), {})
+        pairs = parse_bridge_mappings(ids.get(self.key)) if merge else []
+        for physnet, bridge in sorted((value or {}).items()):
+            pairs = [p for p in pairs if p[0] != physnet]
+            if bridge is not None:
+                pairs.append((physnet, bridge))
+        if pairs:
+            ids[self.key] = format_bridge_mappings(pairs)
+        else:
+            ids.pop(self.key, None)
+
+
+def _csv(values):
+    return ",".join(values) if isinstance(values, list) else values
+
+
+def _uncsv(text):
+    return [v for v in text.split(",") if v]
+
+
+class Chassis(Resource):
+    """The OVN chassis keys of ``Open_vSwitch.external_ids``: one object,
+    and no other key of that map is ever touched."""
+
+    name = "chassis"
+    schema = OVS_SCHEMA
+    table = "Open_vSwitch"
+    tables = ("Open_vSwitch",)
+    identity = ()
+    deletes_object = False
+    fields = tuple(
+        _BridgeMappings() if option == "bridge_mappings" else
+        Field(option, column="external_ids", kind="mapkey", key=key,
+              to_db=_csv if option in ("encap_type", "cms_options") else None,
+              from_db=_uncsv if option in ("encap_type", "cms_options") else None)
+        for option, key in CHASSIS_KEYS)
+
+    def key(self, item):
+        return ()
+
+    def label(self, key):
+        return "open_vswitch"
+
+    def read(self, view):
+        rows = view.rows(self.table)
+        if len(rows) != 1:
+            raise ValidationError("the Open_vSwitch database has %d Open_vSwitch rows, not one" %
+                                  len(rows))
+        row = rows[0]
+        cols = {(self.table, "external_ids"): column_value(row, "external_ids")}
+        return {(): Current((), {self.table: row}, cols)}, set()
+
+    def is_owned(self, current):
+        return False
+
+    def wanted_cols(self, item, current, state):
+        cols = {(self.table, "external_ids"): dict(current.cols[(self.table, "external_ids")])}
+        if state == "deleted":
+            ids = cols[(self.table, "external_ids")]
+            named = [option for option, _key in CHASSIS_KEYS if option in item]
+            for option, key in CHASSIS_KEYS:
+                if option in named or not named:
+                    ids.pop(key, None)
+            return cols
+        merge = state == "merged"
+        for field in self.fields:
+            field.apply(cols, self.table, item.get(field.option), merge)
+        return cols
+
+    def validate(self, item, where, state):
+        where = "config"
+        if state == "deleted":
+            return item
+        if "system_id" in item:
+            ovn_name(item["system_id"], where + ".system_id")
+        if "ovn_remote" in item:
+            parse_remote(item["ovn_remote"], where + ".ovn_remote")
+        if "encap_type" in item:
+            for index, kind in enumerate(item["encap_type"]):
+                if kind not in _ENCAP_TYPES:
+                    raise ValidationError("%s.encap_type[%d]: %r is not one of %s" % (
+                        where, index, kind, ", ".join(_ENCAP_TYPES)))
+        if "encap_ip" in item:
+            item["encap_ip"] = str(addressing.parse_ip(item["encap_ip"], where + ".encap_ip"))
+        for physnet, bridge in (item.get("bridge_mappings") or {}).items():
+            field = "%s.bridge_mappings.%s" % (where, physnet)
+            if not physnet or ":" in physnet or "," in physnet:
+                raise ValidationError("%s: %r is not a valid physical network name" % (
+                    field, physnet))
+            if bridge is not None:
+                interface_name(bridge, field)
+        for index, option in enumerate(item.get("cms_options") or []):
+            if "," in option or not option:
+                raise ValidationError("%s.cms_options[%d]: %r may not be empty or hold ','" % (
+                    where, index, option))
+        return item

@@ -1,0 +1,268 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One OVSDB connection: the local OVS database or the OVN northbound.
+
+A :class:`Database` fetches the schema from the server within the timeout,
+monitors only the tables its caller names, keeps the IDL running in
+ovsdbapp's connection thread, and offers two things: :meth:`Database.read`
+(a consistent look at the cache) and :meth:`Database.transact` (one
+transaction built by a function that runs against the current cache, so
+that ovsdbapp may re-run it when the server answers ``try again``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import re
+import time
+
+from .errors import DatabaseUnreachable, TransactionFailed, ValidationError
+
+try:
+    from ovs import jsonrpc, poller, stream
+    from ovs.db import idl as ovs_idl
+    from ovsdbapp import exceptions as ovsdbapp_exceptions
+    from ovsdbapp.backend.ovs_idl import command as ovsdbapp_command
+    from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
+    from ovsdbapp.backend.ovs_idl import transaction as ovsdbapp_transaction
+    HAS_OVSDBAPP = True
+    OVSDBAPP_IMPORT_ERROR = None
+    _CommandBase = ovsdbapp_command.BaseCommand
+except ImportError as exc:  # pragma: no cover - exercised by ansible-test
+    HAS_OVSDBAPP = False
+    OVSDBAPP_IMPORT_ERROR = exc
+    _CommandBase = object
+
+OVS_SCHEMA = "Open_vSwitch"
+NB_SCHEMA = "OVN_Northbound"
+SB_SCHEMA = "OVN_Southbound"
+
+DEFAULT_OVS_DB = "unix:/var/run/openvswitch/db.sock"
+DEFAULT_NB_DB = "unix:/var/run/ovn/ovnnb_db.sock"
+DEFAULT_TIMEOUT = 10
+
+_REMOTE_RE = re.compile(
+    r"^(?:unix:(?P<path>/\S+)"
+    r"|(?P<proto>tcp|ssl):(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(?P<port>\d{1,5}))$")
+
+
+def parse_remote(remote, field="db"):
+    """Split a remote string (``unix:PATH``, ``tcp:HOST:PORT``, ``ssl:HOST:PORT``,
+    or several of them joined by commas, as for a RAFT cluster) into parts.
+
+    Raises :class:`ValidationError` naming the field and the value.
+    """
+    if not remote or not isinstance(remote, str):
+        raise ValidationError("%s: %r is not an OVSDB remote" % (field, remote))
+    parts = [part.strip() for part in remote.split(",")]
+    for part in parts:
+        match = _REMOTE_RE.match(part)
+        if not match:
+            raise ValidationError(
+                "%s: %r is not an OVSDB remote; use unix:PATH, tcp:HOST:PORT or "
+                "ssl:HOST:PORT, comma-separated for a cluster" % (field, part))
+        if match.group("port") and not 0 < int(match.group("port")) < 65536:
+            raise ValidationError("%s: %r has a port outside 1-65535" % (field, part))
+    return parts
+
+
+class TLS:
+    """Private key, certificate and CA certificate for ``ssl:`` remotes."""
+
+    def __init__(self, private_key=None, certificate=None, ca_cert=None):
+        self.private_key = private_key
+        self.certificate = certificate
+        self.ca_cert = ca_cert
+
+    def validate(self, parts):
+        if not any(part.startswith("ssl:") for part in parts):
+            return
+        problems = []
+        for field in ("private_key", "certificate", "ca_cert"):
+            path = getattr(self, field)
+            if not path:
+                problems.append("%s: an ssl: remote needs %s, and none was given" % (field, field))
+            elif not os.access(path, os.R_OK):
+                problems.append("%s: %r is not a readable file" % (field, path))
+        if problems:
+            raise ValidationError(problems)
+
+    def apply(self):
+        # python-ovs keeps the TLS files process-wide, on the Stream class.
+        if self.private_key:
+            stream.Stream.ssl_set_private_key_file(self.private_key)
+        if self.certificate:
+            stream.Stream.ssl_set_certificate_file(self.certificate)
+        if self.ca_cert:
+            stream.Stream.ssl_set_ca_cert_file(self.ca_cert)
+
+
+def _block(waiter, deadline):
+    """Wait on a poller primed by ``waiter`` until it wakes or the deadline."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return False
+    ovs_poller = poller.Poller()
+    waiter(ovs_poller)
+    ovs_poller.timer_wait(int(remaining * 1000) + 1)
+    ovs_poller.block()
+    return True
+
+
+def _fetch_schema_from(remote, schema_name, deadline):
+    """Fetch one schema from one remote, never blocking past ``deadline``."""
+    err, strm = stream.Stream.open(remote)
+    if err:
+        raise OSError(err, os.strerror(err))
+    try:
+        while True:
+            err = strm.connect()
+            if err == 0:
+                break
+            if err != errno.EAGAIN:
+                raise OSError(err, os.strerror(err))
+
+            def wait_connect(p):
+                strm.run_wait(p)
+                strm.connect_wait(p)
+            if not _block(wait_connect, deadline):
+                raise OSError(errno.ETIMEDOUT, "timed out connecting")
+        rpc = jsonrpc.Connection(strm)
+        strm = None
+        try:
+            request = jsonrpc.Message.create_request("get_schema", [schema_name])
+            err = rpc.send(request)
+            if err:
+                raise OSError(err, os.strerror(err))
+            while True:
+                rpc.run()
+                err, msg = rpc.recv()
+                if msg is not None:
+                    if msg.id != request.id:
+                        continue
+                    if msg.error:
+                        raise OSError(errno.EPROTO, "server answered %s" % (msg.error,))
+                    return msg.result
+                if err and err != errno.EAGAIN:
+                    raise OSError(err, os.strerror(err) if err > 0 else "connection closed")
+
+                def wait_reply(p):
+                    rpc.wait(p)
+                    rpc.recv_wait(p)
+                if not _block(wait_reply, deadline):
+                    raise OSError(errno.ETIMEDOUT, "timed out waiting for the schema")
+        finally:
+            rpc.close()
+    finally:
+        if strm is not None:
+            strm.close()
+
+
+def fetch_schema(parts, schema_name, deadline, remote):
+    """The schema from the first remote of ``parts`` that answers in time."""
+    failures = []
+    for part in parts:
+        try:
+            return _fetch_schema_from(part, schema_name, deadline)
+        except OSError as exc:
+            failures.append("%s: %s" % (part, exc.strerror or exc))
+    raise DatabaseUnreachable(
+        "cannot reach the %s database at %s: %s" % (schema_name, remote, "; ".join(failures)))
+
+
+class _FunctionCommand(_CommandBase):
+    """An ovsdbapp command whose work is a function of (idl, txn)."""
+
+    def __init__(self, api, function):
+        super(_FunctionCommand, self).__init__(api)
+        self.function = function
+
+    def run_idl(self, txn):
+        self.result = self.function(self.api.idl, txn)
+
+    def __str__(self):
+        return "reconcile"
+
+
+class Database:
+    """A live, monitored connection to one OVSDB database.
+
+    ``tables`` names the tables to monitor; nothing else is fetched. The
+    connection is made in the constructor and fails within ``timeout``
+    seconds with :class:`DatabaseUnreachable`, naming the remote.
+    """
+
+    def __init__(self, remote, schema_name, tables, timeout=DEFAULT_TIMEOUT, tls=None,
+                 field="db"):
+        self.remote = remote
+        self.schema_name = schema_name
+        self.timeout = timeout
+        parts = parse_remote(remote, field)
+        tls = tls or TLS()
+        tls.validate(parts)
+        tls.apply()
+        deadline = time.monotonic() + timeout
+        schema = fetch_schema(parts, schema_name, deadline, remote)
+        helper = ovs_idl.SchemaHelper(None, schema)
+        missing = [t for t in tables if t not in schema.get("tables", {})]
+        if missing:
+            raise DatabaseUnreachable("the %s database at %s has no table %s" % (
+                schema_name, remote, ", ".join(missing)))
+        for table in tables:
+            helper.register_table(table)
+        self.idl = ovsdbapp_connection.OvsdbIdl(",".join(parts), helper)
+        remaining = max(deadline - time.monotonic(), 0.1)
+        self._connection = ovsdbapp_connection.Connection(self.idl, remaining)
+        try:
+            self._connection.start()
+        except ovsdbapp_exceptions.TimeoutException:
+            self._connection.idl.close()
+            raise DatabaseUnreachable(
+                "connected to the %s database at %s but it did not sync within %ss" % (
+                    schema_name, remote, timeout))
+        self._connection.timeout = timeout
+
+    # ovsdbapp's Transaction reads ``api.idl`` and ``api.ovsdb_connection``.
+    @property
+    def ovsdb_connection(self):
+        return self._connection
+
+    @property
+    def tables(self):
+        return self.idl.tables
+
+    def read(self, function):
+        """Call ``function(idl)`` while the IDL thread is held still."""
+        with self._connection.lock:
+            return function(self.idl)
+
+    def transact(self, function):
+        """Run ``function(idl, txn)`` inside one transaction and commit it.
+
+        The function may be called more than once: ovsdbapp repeats it when
+        the server says the cache was stale. Returns its last result.
+        """
+        txn = ovsdbapp_transaction.Transaction(
+            self, self._connection, timeout=self.timeout, check_error=True, log_errors=False)
+        command = txn.add(_FunctionCommand(self, function))
+        try:
+            txn.commit()
+        except ovsdbapp_exceptions.TimeoutException:
+            raise TransactionFailed("the transaction on %s did not finish within %ss" % (
+                self.remote, self.timeout))
+        except RuntimeError as exc:
+            raise TransactionFailed("%s refused the transaction: %s" % (self.remote, exc))
+        return command.result
+
+    def close(self):
+        self._connection.stop(timeout=self.timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()

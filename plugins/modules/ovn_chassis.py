@@ -1,0 +1,135 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: ovn_chassis
+short_description: Manage the OVN chassis settings of a node
+version_added: 0.1.0
+description:
+  - "Sets the keys C(ovn-controller) reads from the local C(Open_vSwitch) table's C(external_ids): system-id, ovn-remote, ovn-encap-type, ovn-encap-ip, ovn-bridge-mappings, ovn-bridge-datapath-type and ovn-cms-options."
+  - No other key of that map is ever touched.
+  - O(config.bridge_mappings) merges mapping by mapping under V(merged); a mapping set to V(null) is removed.
+  - V(deleted) removes the keys named in O(config) (any value), or all of these keys when O(config) names none. V(overridden) is V(replaced).
+author:
+  - ovn4nfv.k8s contributors
+options:
+  config:
+    description:
+      - "The chassis settings: one object, not a list."
+    type: dict
+    suboptions:
+      system_id:
+        description:
+          - "C(system-id): the chassis name."
+        type: str
+      ovn_remote:
+        description:
+          - "C(ovn-remote): the southbound database remote(s)."
+        type: str
+      encap_type:
+        description:
+          - "C(ovn-encap-type): tunnel types."
+        type: list
+        elements: str
+        choices: [geneve, vxlan]
+      encap_ip:
+        description:
+          - "C(ovn-encap-ip): the address tunnels leave from."
+        type: str
+      bridge_mappings:
+        description:
+          - C(ovn-bridge-mappings) as physical network name to OVS bridge.
+        type: dict
+      bridge_datapath_type:
+        description:
+          - "C(ovn-bridge-datapath-type): the datapath of the bridges C(ovn-controller) creates."
+        type: str
+        choices: [system, netdev]
+      cms_options:
+        description:
+          - C(ovn-cms-options), for example V(enable-chassis-as-gw).
+        type: list
+        elements: str
+extends_documentation_fragment:
+  - ovn4nfv.k8s.ovsdb
+  - ovn4nfv.k8s.ovsdb.OVS
+  - ovn4nfv.k8s.ovsdb.RESOURCE
+  - ovn4nfv.k8s.ovsdb.ATTRIBUTES
+"""
+
+EXAMPLES = r"""
+- name: A chassis on the userspace datapath, tunnelling over the underlay
+  ovn4nfv.k8s.ovn_chassis:
+    config:
+      system_id: worker1
+      ovn_remote: tcp:192.168.33.11:6642
+      encap_type: [geneve]
+      encap_ip: 192.168.33.12
+      bridge_datapath_type: netdev
+      bridge_mappings:
+        physnet-ext: br-ex
+
+- name: Drop one bridge mapping, keep the others
+  ovn4nfv.k8s.ovn_chassis:
+    config:
+      bridge_mappings:
+        physnet-old: null
+"""
+
+RETURN = r"""
+before:
+  description: The chassis settings this task touched, as they were.
+  returned: when O(state) is not V(gathered) or V(rendered)
+  type: dict
+  sample: {"system_id": "worker1", "encap_type": ["geneve"], "encap_ip": "192.168.33.12", "bridge_mappings": {"physnet-ext": "br-ex"}}
+after:
+  description: The chassis settings this task touched, as they are now (in check mode, as they would be).
+  returned: when O(state) is not V(gathered) or V(rendered)
+  type: dict
+  sample: {"system_id": "worker1", "encap_type": ["geneve"], "encap_ip": "192.168.33.12", "bridge_mappings": {"physnet-ext": "br-ex"}}
+operations:
+  description: What was done (in check mode, what would be done), one readable line per object.
+  returned: when O(state) is not V(gathered)
+  type: list
+  elements: str
+  sample: ["update chassis open_vswitch: encap_ip='192.168.33.12'"]
+gathered:
+  description: The current chassis settings, in config form.
+  returned: when O(state=gathered)
+  type: dict
+  sample: {"system_id": "worker1", "encap_type": ["geneve"], "encap_ip": "192.168.33.12", "bridge_mappings": {"physnet-ext": "br-ex"}}
+rendered:
+  description: The OVSDB operations V(merged) would perform, as RFC 7047 C(transact) operations.
+  returned: when O(state=rendered)
+  type: list
+  elements: dict
+  sample: [{"op": "mutate", "table": "Open_vSwitch", "where": [["_uuid", "==", ["uuid", "4e1a3c52-0000-0000-0000-000000000000"]]], "mutations": [["external_ids", "insert", ["map", [["ovn-encap-ip", "192.168.33.12"]]]]]}]
+"""
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovs_resources import Chassis
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_OVS_DB
+
+OPTIONS = dict(
+    system_id=dict(type="str"),
+    ovn_remote=dict(type="str"),
+    encap_type=dict(type="list", elements="str", choices=["geneve", "vxlan"]),
+    encap_ip=dict(type="str"),
+    bridge_mappings=dict(type="dict"),
+    bridge_datapath_type=dict(type="str", choices=["system", "netdev"]),
+    cms_options=dict(type="list", elements="str"),
+)
+
+
+def main():
+    run_resource_module(Chassis, OPTIONS, DEFAULT_OVS_DB, single=True)
+
+
+if __name__ == "__main__":
+    main()

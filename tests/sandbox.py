@@ -1,0 +1,154 @@
+"""Real OVS and OVN daemons in a temporary run directory, for tests and
+benchmarks.
+
+Starts, as the system would run them but confined to one directory:
+
+* ``ovsdb-server`` with the Open_vSwitch schema, and ``ovs-vswitchd`` on
+  it (dummy datapath by default, so that no kernel device is created);
+* ``ovsdb-server`` for the OVN northbound and southbound schemas, and
+  ``ovn-northd`` between them.
+
+Nothing here touches the system's own daemons or sockets. Every daemon is
+stopped by :meth:`Sandbox.stop`, which the fixtures call even when a test
+fails.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+NB_SCHEMA = "/usr/share/ovn/ovn-nb.ovsschema"
+SB_SCHEMA = "/usr/share/ovn/ovn-sb.ovsschema"
+
+
+def alive(pid):
+    """True while ``pid`` runs. A zombie has exited: where PID 1 is slow to
+    reap, waiting for it to vanish would only waste time."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _signal(pid, signum):
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+class Sandbox:
+    """A directory holding running daemons, and their remotes."""
+
+    def __init__(self, ovs=True, ovn=True, vswitchd=True, dummy=True, base=None):
+        self.dir = tempfile.mkdtemp(prefix="ovn4nfv-sandbox-", dir=base)
+        self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir,
+                        OVS_DBDIR=self.dir, OVN_RUNDIR=self.dir, OVN_LOGDIR=self.dir,
+                        OVN_DBDIR=self.dir)
+        self.pidfiles = []
+        self.ovs_db = self.nb_db = self.sb_db = None
+        try:
+            if ovs:
+                self.ovs_db = self._db_server("conf", OVS_SCHEMA)
+                self.run("ovs-vsctl", "--db=" + self.ovs_db, "--no-wait", "init")
+                if vswitchd:
+                    args = ["ovs-vswitchd", self.ovs_db, "--detach", "--no-chdir",
+                            "--pidfile=%s/ovs-vswitchd.pid" % self.dir,
+                            "--unixctl=%s/ovs-vswitchd.ctl" % self.dir,
+                            "--log-file=%s/ovs-vswitchd.log" % self.dir]
+                    if dummy:
+                        args += ["--enable-dummy=override", "--disable-system"]
+                    self._daemon(args, "ovs-vswitchd")
+            if ovn:
+                self.nb_db = self._db_server("ovnnb_db", NB_SCHEMA)
+                self.sb_db = self._db_server("ovnsb_db", SB_SCHEMA)
+                self.run("ovn-nbctl", "--db=" + self.nb_db, "init")
+                self.run("ovn-sbctl", "--db=" + self.sb_db, "init")
+                self._daemon(["ovn-northd", "--detach", "--no-chdir",
+                              "--ovnnb-db=" + self.nb_db, "--ovnsb-db=" + self.sb_db,
+                              "--pidfile=%s/ovn-northd.pid" % self.dir,
+                              "--unixctl=%s/ovn-northd.ctl" % self.dir,
+                              "--log-file=%s/ovn-northd.log" % self.dir], "ovn-northd")
+        except Exception:
+            self.stop()
+            raise
+
+    def _db_server(self, name, schema):
+        path = os.path.join(self.dir, name + ".db")
+        self.run("ovsdb-tool", "create", path, schema)
+        sock = os.path.join(self.dir, name + ".sock")
+        self._daemon(["ovsdb-server", path, "--detach", "--no-chdir",
+                      "--remote=punix:" + sock,
+                      "--pidfile=%s/%s.pid" % (self.dir, name),
+                      "--unixctl=%s/%s.ctl" % (self.dir, name),
+                      "--log-file=%s/%s.log" % (self.dir, name)], name)
+        return "unix:" + sock
+
+    def _daemon(self, args, name):
+        self.pidfiles.append(os.path.join(self.dir, name + ".pid"))
+        self.run(*args)
+
+    def run(self, *args, **kwargs):
+        """Run a command with the sandbox's environment; return its stdout."""
+        kwargs.setdefault("check", True)
+        result = subprocess.run(list(args), env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True,
+                                timeout=kwargs.pop("timeout", 60), **kwargs)
+        return result.stdout
+
+    def nbctl(self, *args):
+        return self.run("ovn-nbctl", "--db=" + self.nb_db, *args)
+
+    def vsctl(self, *args):
+        return self.run("ovs-vsctl", "--db=" + self.ovs_db, "--no-wait", *args)
+
+    def dump(self, which):
+        """A byte-exact dump of a database, for before/after comparisons.
+
+        Columns that the daemons themselves rewrite as time passes
+        (statistics, status, counters) are left out of the OVS dump.
+        """
+        remote = {"ovs": self.ovs_db, "nb": self.nb_db, "sb": self.sb_db}[which]
+        if which != "ovs":
+            return self.run("ovsdb-client", "dump", remote)
+        tables = {
+            "Open_vSwitch": "_uuid,bridges,external_ids,other_config,manager_options,ssl",
+            "Bridge": "_uuid,name,datapath_type,fail_mode,protocols,other_config,"
+                      "external_ids,ports,controller,mirrors",
+            "Port": "_uuid,name,interfaces,tag,trunks,vlan_mode,external_ids,other_config",
+            "Interface": "_uuid,name,type,options,external_ids,mtu_request,other_config",
+        }
+        return "".join(self.run("ovsdb-client", "dump", remote, "Open_vSwitch", table,
+                                *columns.split(",")) for table, columns in tables.items())
+
+    def stop(self):
+        """Stop every daemon this sandbox started and remove its directory."""
+        pids = []
+        for pidfile in reversed(self.pidfiles):
+            try:
+                with open(pidfile) as handle:
+                    pids.append(int(handle.read().strip()))
+            except (OSError, ValueError):
+                continue
+        for pid in pids:
+            _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for pid in pids:
+            if alive(pid):
+                _signal(pid, signal.SIGKILL)
+        self.pidfiles = []
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
