@@ -18,7 +18,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from .addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
 from .errors import Ovn4nfvError, ValidationError
 from .ovsdb import HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS, Database, DEFAULT_TIMEOUT
-from .reconcile import STATES, WRITE_STATES, reconcile, render_ops
+from .reconcile import (STATES, WRITE_STATES, planning_state, reconcile, reconcile_items,
+                        render_ops, validate_config)
 
 
 def connection_argument_spec(default_db):
@@ -75,8 +76,10 @@ def run_resource_module(resource_class, options, default_db, single=False):
     resource = resource_class()
     database = None
     try:
+        # bad input is refused before anything connects
+        items = validate_config(resource, config, planning_state(state))
         database = _connect(module, resource.tables, resource.schema)
-        plan = reconcile(resource, config, state, database, check_mode=module.check_mode)
+        plan = reconcile_items(resource, items, state, database, check_mode=module.check_mode)
     except Ovn4nfvError as exc:
         _fail(module, exc)
     finally:

@@ -455,8 +455,12 @@ class NAT(Resource):
         if ("logical_port" in item or "external_mac" in item) and kind != "dnat_and_snat":
             raise ValidationError("%s.logical_port: only a dnat_and_snat rule takes a "
                                   "logical_port or an external_mac (type is %r)" % (where, kind))
-        if ("logical_port" in item) != ("external_mac" in item):
-            raise ValidationError("%s: logical_port and external_mac go together" % where)
+        if "external_mac" in item and "logical_port" not in item:
+            raise ValidationError("%s.external_mac: %r needs a logical_port too" % (
+                where, item["external_mac"]))
+        if "logical_port" in item and "external_mac" not in item:
+            raise ValidationError("%s.logical_port: %r needs an external_mac too" % (
+                where, item["logical_port"]))
         if "external_mac" in item:
             item["external_mac"] = addressing.parse_mac(item["external_mac"],
                                                         where + ".external_mac")

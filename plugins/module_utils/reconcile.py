@@ -695,17 +695,28 @@ def resource_config(resource, cols, parent_row=None, item=None):
     return ordered
 
 
-def reconcile(resource, config, state, database=None, check_mode=False):
+def planning_state(state):
+    """The state a plan is computed for: ``rendered`` shows what ``merged``
+    would do."""
+    if state not in STATES:
+        raise ValidationError("state: %r is not one of %s" % (state, ", ".join(STATES)))
+    return "merged" if state == "rendered" else state
+
+
+def reconcile(resource, config, state, database, check_mode=False):
     """Run the sequence for one task. Returns the :class:`Plan`.
 
     ``database`` is a :class:`~.ovsdb.Database`. Nothing is written in
     check mode, nor for ``gathered`` and ``rendered``.
     """
-    if state not in STATES:
-        raise ValidationError("state: %r is not one of %s" % (state, ", ".join(STATES)))
-    # rendered shows what merged would do.
-    mode = "merged" if state == "rendered" else state
-    items = validate_config(resource, config, mode)
+    items = validate_config(resource, config, planning_state(state))
+    return reconcile_items(resource, items, state, database, check_mode)
+
+
+def reconcile_items(resource, items, state, database, check_mode=False):
+    """:func:`reconcile` for items already checked by :func:`validate_config`,
+    so that a caller can refuse bad input before it connects."""
+    mode = planning_state(state)
 
     def compute(idl):
         return plan(resource, items, mode, View(idl))

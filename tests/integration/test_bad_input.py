@@ -1,0 +1,203 @@
+"""The catalogue of bad inputs: each one fails with a message that names the
+field and the value, and leaves both databases exactly as they were.
+
+All cases run in one ansible-playbook run; after every case the playbook
+dumps the OVS and NB databases, and each dump must equal the one taken
+before the first case.
+"""
+
+import shlex
+
+import pytest
+
+from playbook import run_playbook
+from sandbox import Sandbox, stable_dump
+
+NB, OVS = "nb", "ovs"
+
+# (id, module, arguments, db, substrings the message must contain)
+CASES = [
+    ("ls_malformed_cidr", "ovn_logical_switch",
+     {"config": [{"name": "s", "subnet": "10.0.0.0/33"}]}, NB, ["config[0].subnet", "10.0.0.0/33"]),
+    ("ls_host_bits_set", "ovn_logical_switch",
+     {"config": [{"name": "s", "subnet": "10.0.0.5/24"}]}, NB, ["config[0].subnet", "10.0.0.5/24"]),
+    ("ls_subnet_not_an_address", "ovn_logical_switch",
+     {"config": [{"name": "s", "subnet": "banana"}]}, NB, ["config[0].subnet", "banana"]),
+    ("ls_subnet_ipv6", "ovn_logical_switch",
+     {"config": [{"name": "s", "subnet": "fd00::/64"}]}, NB, ["config[0].subnet", "fd00::/64"]),
+    ("ls_exclude_inverted_range", "ovn_logical_switch",
+     {"config": [{"name": "s", "subnet": "10.1.0.0/24", "exclude_ips": ["10.1.0.9..10.1.0.2"]}]}, NB,
+     ["config[0].exclude_ips[0]", "10.1.0.9..10.1.0.2", "inverted"]),
+    ("ls_exclude_outside_subnet", "ovn_logical_switch",
+     {"config": [{"name": "s", "subnet": "10.1.0.0/24", "exclude_ips": ["10.2.0.5"]}]}, NB,
+     ["config[0].exclude_ips[0]", "10.2.0.5", "10.1.0.0/24"]),
+    ("ls_exclude_malformed", "ovn_logical_switch",
+     {"config": [{"name": "s", "subnet": "10.1.0.0/24", "exclude_ips": ["10.1.0.x"]}]}, NB,
+     ["config[0].exclude_ips[0]", "10.1.0.x"]),
+    ("ls_bad_name", "ovn_logical_switch",
+     {"config": [{"name": "bad name"}]}, NB, ["config[0].name", "bad name"]),
+    ("ls_subnet_in_other_config", "ovn_logical_switch",
+     {"config": [{"name": "s", "other_config": {"subnet": "10.0.0.0/24"}}]}, NB,
+     ["config[0].other_config", "subnet"]),
+    ("ls_owner_key_reserved", "ovn_logical_switch",
+     {"config": [{"name": "s", "external_ids": {"ovn4nfv-owner": "me"}}]}, NB,
+     ["config[0].external_ids", "ovn4nfv-owner"]),
+    ("lsp_ip_outside_subnet", "ovn_logical_switch_port",
+     {"config": [{"name": "q1", "switch": "sw1", "addresses": ["0a:00:00:00:00:01 10.9.9.9"]}]}, NB,
+     ["config[0].addresses[0]", "10.9.9.9", "10.0.0.0/24"]),
+    ("lsp_bad_mac", "ovn_logical_switch_port",
+     {"config": [{"name": "q1", "switch": "sw1", "addresses": ["zz:00:00:00:00:01 10.0.0.5"]}]}, NB,
+     ["config[0].addresses[0]", "zz:00:00:00:00:01"]),
+    ("lsp_multicast_mac", "ovn_logical_switch_port",
+     {"config": [{"name": "q1", "switch": "sw1", "addresses": ["01:00:5e:00:00:01 10.0.0.5"]}]}, NB,
+     ["config[0].addresses[0]", "01:00:5e:00:00:01", "multicast"]),
+    ("lsp_bad_ip", "ovn_logical_switch_port",
+     {"config": [{"name": "q1", "switch": "sw1", "addresses": ["0a:00:00:00:00:01 10.0.0.300"]}]}, NB,
+     ["config[0].addresses[0]", "10.0.0.300"]),
+    ("lsp_unknown_switch", "ovn_logical_switch_port",
+     {"config": [{"name": "q1", "switch": "nosuch"}]}, NB, ["config[0].switch", "nosuch"]),
+    ("lsp_name_clash_other_switch", "ovn_logical_switch_port",
+     {"config": [{"name": "p-on-sw1", "switch": "sw2"}]}, NB, ["config[0].name", "p-on-sw1", "sw1"]),
+    ("lsp_vlan_tag_out_of_range", "ovn_logical_switch_port",
+     {"config": [{"name": "ln", "switch": "sw1", "type": "localnet", "tag": 4096,
+                  "options": {"network_name": "phys"}}]}, NB, ["config[0].tag", "4096"]),
+    ("lsp_localnet_without_network", "ovn_logical_switch_port",
+     {"config": [{"name": "ln", "switch": "sw1", "type": "localnet"}]}, NB,
+     ["config[0].options", "network_name"]),
+    ("lsp_bad_port_security", "ovn_logical_switch_port",
+     {"config": [{"name": "q1", "switch": "sw1", "port_security": ["not-a-mac"]}]}, NB,
+     ["config[0].port_security[0]", "not-a-mac"]),
+    ("lsp_bad_type", "ovn_logical_switch_port",
+     {"config": [{"name": "q1", "switch": "sw1", "type": "vif"}]}, NB, ["type", "vif"]),
+    ("lrp_unknown_router", "ovn_logical_router_port",
+     {"config": [{"name": "rp", "router": "nosuch", "mac": "0a:00:00:00:00:01",
+                  "networks": ["10.0.0.1/24"]}]}, NB, ["config[0].router", "nosuch"]),
+    ("lrp_network_without_prefix", "ovn_logical_router_port",
+     {"config": [{"name": "rp", "router": "r1", "mac": "0a:00:00:00:00:01", "networks": ["10.0.0.1"]}]}, NB,
+     ["config[0].networks[0]", "10.0.0.1"]),
+    ("lrp_multicast_mac", "ovn_logical_router_port",
+     {"config": [{"name": "rp", "router": "r1", "mac": "01:00:00:00:00:01", "networks": ["10.0.0.1/24"]}]},
+     NB, ["config[0].mac", "01:00:00:00:00:01"]),
+    ("lrp_new_port_without_mac", "ovn_logical_router_port",
+     {"config": [{"name": "rp", "router": "r1", "networks": ["10.0.0.1/24"]}]}, NB, ["config[0]", "mac"]),
+    ("lrp_gateway_priority_out_of_range", "ovn_logical_router_port",
+     {"config": [{"name": "rp", "router": "r1", "mac": "0a:00:00:00:00:01", "networks": ["10.0.0.1/24"],
+                  "gateway_chassis": [{"chassis_name": "ch1", "priority": 40000}]}]}, NB,
+     ["config[0].gateway_chassis[0].priority", "40000"]),
+    ("route_bad_prefix", "ovn_static_route",
+     {"config": [{"router": "r1", "ip_prefix": "300.0.0.0/8", "nexthop": "10.0.0.1"}]}, NB,
+     ["config[0].ip_prefix", "300.0.0.0/8"]),
+    ("route_bad_nexthop", "ovn_static_route",
+     {"config": [{"router": "r1", "ip_prefix": "0.0.0.0/0", "nexthop": "gw"}]}, NB,
+     ["config[0].nexthop", "gw"]),
+    ("route_unknown_router", "ovn_static_route",
+     {"config": [{"router": "nosuch", "ip_prefix": "0.0.0.0/0", "nexthop": "10.0.0.1"}]}, NB,
+     ["config[0].router", "nosuch"]),
+    ("route_unknown_output_port", "ovn_static_route",
+     {"config": [{"router": "r1", "ip_prefix": "0.0.0.0/0", "nexthop": "10.0.0.1",
+                  "output_port": "ghost"}]}, NB, ["config[0].output_port", "ghost"]),
+    ("nat_bad_external_ip", "ovn_nat",
+     {"config": [{"router": "r1", "type": "snat", "external_ip": "1.2.3", "logical_ip": "10.0.0.0/24"}]},
+     NB, ["config[0].external_ip", "1.2.3"]),
+    ("nat_unknown_logical_port", "ovn_nat",
+     {"config": [{"router": "r1", "type": "dnat_and_snat", "external_ip": "192.168.50.5",
+                  "logical_ip": "10.0.0.5", "logical_port": "ghost", "external_mac": "0a:00:00:00:00:05"}]},
+     NB, ["config[0].logical_port", "ghost"]),
+    ("nat_mac_without_port", "ovn_nat",
+     {"config": [{"router": "r1", "type": "dnat_and_snat", "external_ip": "192.168.50.5",
+                  "logical_ip": "10.0.0.5", "external_mac": "0a:00:00:00:00:05"}]}, NB,
+     ["config[0].external_mac", "0a:00:00:00:00:05", "logical_port"]),
+    ("port_patch_without_peer", "ovs_port",
+     {"config": [{"name": "pp", "bridge": "br0", "type": "patch"}]}, OVS,
+     ["config[0].options", "peer", "patch"]),
+    ("port_tag_out_of_range", "ovs_port",
+     {"config": [{"name": "pp", "bridge": "br0", "tag": 5000}]}, OVS, ["config[0].tag", "5000"]),
+    ("port_trunk_out_of_range", "ovs_port",
+     {"config": [{"name": "pp", "bridge": "br0", "trunks": [10, 4096]}]}, OVS,
+     ["config[0].trunks[1]", "4096"]),
+    ("port_unknown_bridge", "ovs_port",
+     {"config": [{"name": "pp", "bridge": "nosuch"}]}, OVS, ["config[0].bridge", "nosuch"]),
+    ("port_tunnel_without_remote", "ovs_port",
+     {"config": [{"name": "vx", "bridge": "br0", "type": "vxlan"}]}, OVS,
+     ["config[0].options", "remote_ip", "vxlan"]),
+    ("port_tunnel_bad_remote", "ovs_port",
+     {"config": [{"name": "gn", "bridge": "br0", "type": "geneve", "options": {"remote_ip": "x.y"}}]}, OVS,
+     ["config[0].options.remote_ip", "x.y"]),
+    ("port_name_too_long", "ovs_port",
+     {"config": [{"name": "averyveryverylongname", "bridge": "br0"}]}, OVS,
+     ["config[0].name", "averyveryverylongname"]),
+    ("bridge_bad_datapath", "ovs_bridge",
+     {"config": [{"name": "brz", "datapath_type": "fast"}]}, OVS, ["datapath_type", "fast"]),
+    ("bridge_multicast_hwaddr", "ovs_bridge",
+     {"config": [{"name": "brz", "other_config": {"hwaddr": "01:02:03:04:05:06"}}]}, OVS,
+     ["config[0].other_config.hwaddr", "01:02:03:04:05:06"]),
+    ("chassis_bad_encap_ip", "ovn_chassis",
+     {"config": {"encap_ip": "999.1.1.1"}}, OVS, ["config.encap_ip", "999.1.1.1"]),
+    ("chassis_bad_remote", "ovn_chassis",
+     {"config": {"ovn_remote": "http://central:6642"}}, OVS, ["config.ovn_remote", "http://central:6642"]),
+    ("chassis_bad_physnet", "ovn_chassis",
+     {"config": {"bridge_mappings": {"phys:1": "br-ex"}}}, OVS, ["config.bridge_mappings", "phys:1"]),
+    ("duplicate_objects", "ovn_logical_switch",
+     {"config": [{"name": "dup"}, {"name": "dup"}]}, NB, ["config[1]", "dup", "config[0]"]),
+    ("half_valid_list_writes_nothing", "ovn_logical_switch",
+     {"config": [{"name": "good"}, {"name": "bad", "subnet": "10.0.0.0/40"}]}, NB,
+     ["config[1].subnet", "10.0.0.0/40"]),
+    ("every_problem_reported", "ovn_logical_switch",
+     {"config": [{"name": "a", "subnet": "x"}, {"name": "b", "subnet": "10.0.0.1/24"}]}, NB,
+     ["config[0].subnet", "'x'", "config[1].subnet", "10.0.0.1/24"]),
+    ("unreachable_unix_socket", "ovn_logical_switch",
+     {"config": [{"name": "s"}], "db": "unix:/nonexistent/ovnnb_db.sock", "timeout": 3}, None,
+     ["unix:/nonexistent/ovnnb_db.sock"]),
+    ("unreachable_tcp_port", "ovn_logical_switch",
+     {"config": [{"name": "s"}], "db": "tcp:127.0.0.1:1", "timeout": 3}, None, ["tcp:127.0.0.1:1"]),
+    ("malformed_remote", "ovn_logical_switch",
+     {"config": [{"name": "s"}], "db": "central.example:6641"}, None, ["db", "central.example:6641"]),
+    ("ssl_remote_without_key", "ovn_logical_switch",
+     {"config": [{"name": "s"}], "db": "ssl:127.0.0.1:6641"}, None, ["private_key", "ssl"]),
+    ("zero_timeout", "ovn_logical_switch",
+     {"config": [{"name": "s"}], "timeout": 0}, NB, ["timeout", "0"]),
+]
+
+
+@pytest.fixture(scope="module")
+def catalogue(collections_path):
+    """Run every case once, in one playbook, on one set of daemons."""
+    box = Sandbox()
+    try:
+        box.nbctl("ls-add", "sw1", "--", "set", "Logical_Switch", "sw1",
+                  "other_config:subnet=10.0.0.0/24")
+        box.nbctl("ls-add", "sw2")
+        box.nbctl("lsp-add", "sw1", "p-on-sw1")
+        box.nbctl("lr-add", "r1")
+        box.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev")
+        box.nbctl("--wait=sb", "sync")
+        dump = " && ".join(" ".join(shlex.quote(a) for a in cmd)
+                           for cmd in box.dump_commands("nb") + box.dump_commands("ovs"))
+        tasks = [{"name": "dump_before", "ansible.builtin.shell": dump, "changed_when": False}]
+        for case_id, module, args, db, _expected in CASES:
+            args = dict(args)
+            if db is not None:
+                args.setdefault("db", box.nb_db if db == NB else box.ovs_db)
+            tasks.append({"name": case_id, "ovn4nfv.k8s." + module: args, "ignore_errors": True})
+            tasks.append({"name": "dump_" + case_id, "ansible.builtin.shell": dump,
+                          "changed_when": False})
+        results, proc = run_playbook(collections_path, tasks)
+        yield results
+    finally:
+        box.stop()
+
+
+@pytest.mark.parametrize("case_id,module,args,db,expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_input(catalogue, case_id, module, args, db, expected):
+    result = catalogue[case_id]
+    assert result.get("failed") is True, "the task should fail: %r" % result
+    # Ansible puts a placeholder in "exception"; a real traceback would be a bug
+    assert "Traceback" not in result.get("msg", "") + result.get("exception", "")
+    for text in expected:
+        assert text in result["msg"], "%r not in %r" % (text, result["msg"])
+    assert stable_dump(catalogue["dump_" + case_id]["stdout"]) == \
+        stable_dump(catalogue["dump_before"]["stdout"]), "the databases changed"
+
+
+def test_catalogue_size():
+    assert len(CASES) >= 25
