@@ -451,7 +451,9 @@ class Resource:
             row = current.rows[table]
             if isinstance(want, dict):
                 have = have or {}
-                removed = dict((k, v) for k, v in have.items() if k not in want)
+                # RFC 7047's map insert never overwrites: a changed key is
+                # deleted first, then inserted with its new value.
+                removed = dict((k, v) for k, v in have.items() if want.get(k) != v)
                 added = dict((k, v) for k, v in want.items() if have.get(k) != v)
                 if removed:
                     ops.append(Op("mutate", table, row, column, removed, "delete"))

@@ -1,0 +1,189 @@
+"""The core against real ovsdb-server and ovn-northd: connection, one
+transaction per task, and rendered operations that really apply."""
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import ovn_resources, ovsdb, reconcile
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import (
+    DatabaseUnreachable, ValidationError)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def connect(remote, *tables, **kwargs):
+    return ovsdb.Database(remote, ovsdb.NB_SCHEMA, tables or ("Logical_Switch",), **kwargs)
+
+
+def test_monitors_only_the_tables_asked_for(sandbox):
+    with connect(sandbox.nb_db, "Logical_Switch", "Logical_Switch_Port") as db:
+        assert set(db.tables) == {"Logical_Switch", "Logical_Switch_Port"}
+
+
+def test_missing_socket_fails_fast_and_names_the_remote(tmp_path):
+    remote = "unix:%s/none.sock" % tmp_path
+    start = time.monotonic()
+    with pytest.raises(DatabaseUnreachable) as err:
+        connect(remote, timeout=5)
+    assert remote in str(err.value)
+    assert time.monotonic() - start < 5
+
+
+def test_silent_server_fails_within_the_timeout():
+    """A peer that accepts and never answers must not hang the caller."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    accepted = []
+    stop = threading.Event()
+
+    def accept():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except socket.timeout:
+                continue
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    remote = "tcp:127.0.0.1:%d" % listener.getsockname()[1]
+    try:
+        start = time.monotonic()
+        with pytest.raises(DatabaseUnreachable) as err:
+            connect(remote, timeout=2)
+        elapsed = time.monotonic() - start
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in accepted:
+            conn.close()
+        listener.close()
+    assert remote in str(err.value)
+    assert accepted, "the client did connect"
+    assert elapsed < 2 + 1.5, "bounded by the timeout, took %.1fs" % elapsed
+
+
+def test_tcp_remote(sandbox):
+    port = free_port()
+    sandbox.run("ovs-appctl", "-t", os.path.join(sandbox.dir, "ovnnb_db.ctl"),
+                "ovsdb-server/add-remote", "ptcp:%d:127.0.0.1" % port)
+    sandbox.nbctl("ls-add", "over-tcp")
+    with connect("tcp:127.0.0.1:%d" % port) as db:
+        names = db.read(lambda idl: [r.name for r in idl.tables["Logical_Switch"].rows.values()])
+    assert names == ["over-tcp"]
+
+
+def _openssl(*args, cwd):
+    subprocess.run(("openssl",) + args, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=60)
+
+
+def make_pki(directory):
+    """A CA and two certificates it signs (server, client), with openssl."""
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+             "ca.pem", "-days", "2", "-subj", "/CN=test-ca", cwd=directory)
+    for name in ("server", "client"):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out",
+                 name + ".csr", "-subj", "/CN=" + name, cwd=directory)
+        _openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-out", name + ".pem", "-days", "2", cwd=directory)
+    return dict((n, os.path.join(directory, n)) for n in os.listdir(directory))
+
+
+def test_ssl_remote_with_key_certificate_and_ca(sandbox, tmp_path):
+    pki = make_pki(str(tmp_path))
+    port = free_port()
+    db_file = os.path.join(sandbox.dir, "ssl-nb.db")
+    sandbox.run("ovsdb-tool", "create", db_file, "/usr/share/ovn/ovn-nb.ovsschema")
+    sandbox.pidfiles.append(os.path.join(sandbox.dir, "ssl-nb.pid"))
+    sandbox.run("ovsdb-server", db_file, "--detach", "--no-chdir",
+                "--remote=pssl:%d:127.0.0.1" % port,
+                "--private-key=" + pki["server.key"], "--certificate=" + pki["server.pem"],
+                "--ca-cert=" + pki["ca.pem"],
+                "--pidfile=%s/ssl-nb.pid" % sandbox.dir, "--unixctl=%s/ssl-nb.ctl" % sandbox.dir,
+                "--log-file=%s/ssl-nb.log" % sandbox.dir)
+    tls = ovsdb.TLS(pki["client.key"], pki["client.pem"], pki["ca.pem"])
+    remote = "ssl:127.0.0.1:%d" % port
+    with connect(remote, tls=tls, timeout=10) as db:
+        plan = reconcile.reconcile(ovn_resources.LogicalSwitch(), [{"name": "over-ssl"}],
+                                   "merged", db)
+    assert plan.changed
+    out = sandbox.run("ovsdb-client", "--private-key=" + pki["client.key"],
+                      "--certificate=" + pki["client.pem"], "--ca-cert=" + pki["ca.pem"],
+                      "-f", "json", "dump", remote, "OVN_Northbound", "Logical_Switch", "name")
+    assert "over-ssl" in out
+
+
+def test_ssl_remote_needs_all_three_files(tmp_path):
+    with pytest.raises(ValidationError) as err:
+        connect("ssl:127.0.0.1:6641", tls=ovsdb.TLS(private_key=str(tmp_path / "k")))
+    text = str(err.value)
+    assert "certificate" in text and "ca_cert" in text and "private_key" in text
+
+
+def test_a_thousand_ports_in_one_transaction(sandbox, monkeypatch):
+    sandbox.nbctl("ls-add", "big", "--", "set", "Logical_Switch", "big",
+                  "other_config:subnet=10.200.0.0/16")
+    config = [{"name": "bp%d" % i, "switch": "big", "addresses": ["dynamic"]} for i in range(1000)]
+    calls = []
+    with connect(sandbox.nb_db, *ovn_resources.LogicalSwitchPort.tables) as db:
+        real = db.transact
+        monkeypatch.setattr(db, "transact", lambda f: calls.append(1) or real(f))
+        plan = reconcile.reconcile(ovn_resources.LogicalSwitchPort(), config, "merged", db)
+    assert len(calls) == 1 and len(plan.changes) == 1000
+    sandbox.nbctl("--wait=sb", "sync")
+    ports = sandbox.rows("nb", "Logical_Switch_Port")
+    assert len(ports) == 1000
+    dynamic = [p["dynamic_addresses"] for p in ports]
+    assert all(d for d in dynamic) and len(set(dynamic)) == 1000, "ovn-northd assigned each"
+    with connect(sandbox.nb_db, *ovn_resources.LogicalSwitchPort.tables) as db:
+        again = reconcile.reconcile(ovn_resources.LogicalSwitchPort(), config, "merged", db)
+    assert not again.changed
+
+
+def test_rendered_operations_apply_with_ovsdb_client(sandbox):
+    """What state=rendered returns is a real RFC 7047 transaction."""
+    sandbox.nbctl("ls-add", "sw")
+    sandbox.nbctl("lr-add", "lr")
+    configs = [
+        (ovn_resources.LogicalSwitchPort(), [
+            {"name": "a", "switch": "sw", "addresses": ["0a:00:00:00:00:01 10.0.0.5"],
+             "options": {"k": "v"}}]),
+        (ovn_resources.LogicalRouterPort(), [
+            {"name": "rp", "router": "lr", "mac": "0a:00:00:00:00:02", "networks": ["10.0.0.1/24"],
+             "gateway_chassis": [{"chassis_name": "c1", "priority": 3}]}]),
+    ]
+    for resource, config in configs:
+        with connect(sandbox.nb_db, *resource.tables) as db:
+            plan = reconcile.reconcile(resource, config, "rendered", db)
+            expected = plan.after
+        ops = reconcile.render_ops(plan.ops)
+        out = json.loads(sandbox.run("ovsdb-client", "transact", sandbox.nb_db,
+                                     json.dumps(["OVN_Northbound"] + ops)))
+        assert all("error" not in r for r in out), out
+        with connect(sandbox.nb_db, *resource.tables) as db:
+            gathered = reconcile.reconcile(resource, config, "gathered", db).gathered
+            again = reconcile.reconcile(resource, config, "merged", db, check_mode=True)
+        assert gathered == expected
+        assert not again.changed, again.operations()
+
+
+def test_update_of_an_existing_map_key_is_a_delete_then_insert(sandbox):
+    sandbox.nbctl("ls-add", "m", "--", "set", "Logical_Switch", "m", "external_ids:a=1")
+    with connect(sandbox.nb_db) as db:
+        plan = reconcile.reconcile(ovn_resources.LogicalSwitch(),
+                                   [{"name": "m", "external_ids": {"a": "2"}}], "rendered", db)
+    mutations = [m for op in reconcile.render_ops(plan.ops) for m in op.get("mutations", [])]
+    assert ["external_ids", "delete", ["set", ["a"]]] in mutations
+    assert ["external_ids", "insert", ["map", [["a", "2"], ["ovn4nfv-owner", "ovn4nfv.k8s"]]]] \
+        in mutations
