@@ -67,7 +67,7 @@ def run_playbook(collections_path, tasks, extra_vars=None, module_defaults=None,
             cmd.append("--diff")
         proc = subprocess.run(cmd, env=ansible_env(collections_path, work),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, timeout=timeout)
+                              universal_newlines=True, timeout=timeout, check=False)
         if not os.path.exists(out):
             raise AssertionError("ansible-playbook did not finish:\n" + proc.stdout[-5000:])
         with open(out) as handle:

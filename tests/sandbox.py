@@ -132,10 +132,10 @@ class Sandbox:
 
     def run(self, *args, **kwargs):
         """Run a command with the sandbox's environment; return its stdout."""
-        kwargs.setdefault("check", True)
         result = subprocess.run(list(args), env=self.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, universal_newlines=True,
-                                timeout=kwargs.pop("timeout", 60), **kwargs)
+                                timeout=kwargs.pop("timeout", 60),
+                                check=kwargs.pop("check", True))
         return result.stdout
 
     def nbctl(self, *args):

@@ -75,7 +75,7 @@ options:
   state:
     description:
       - V(merged) creates the objects in O(config) and updates the options given; maps such as
-        O(config[].external_ids) merge key by key, and a key set to V(null) is removed.
+        C(external_ids) merge key by key, and a key set to V(null) is removed.
       - V(replaced) makes each object in O(config) exactly as given; options left out are
         cleared and maps are replaced whole.
       - V(overridden) is V(replaced), and also deletes every object of this kind that the
@@ -93,5 +93,5 @@ options:
 notes:
   - Every write of a task is one OVSDB transaction, however many objects O(config) holds.
   - Objects the product creates or declares carry C(external_ids:ovn4nfv-owner=ovn4nfv.k8s);
-    that key is not shown in O(config[].external_ids) and cannot be set there.
+    that key is not shown in C(external_ids) and cannot be set there.
 """

@@ -22,8 +22,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
-
 from .errors import ValidationError
 
 OWNER_KEY = "ovn4nfv-owner"
@@ -311,7 +309,6 @@ class Current:
         self.parent = parent      # the parent row, if any
 
 
-
 # --------------------------------------------------------------------------
 # Resources
 # --------------------------------------------------------------------------
@@ -418,7 +415,7 @@ class Resource:
         """The managed columns as they should be after this run."""
         merge = state == "merged" and current is not None
         if current is not None:
-            cols = copy.deepcopy(current.cols)
+            cols = dict((where, _copy_value(value)) for where, value in current.cols.items())
         else:
             cols = {}
             for field in self.fields:
@@ -486,6 +483,15 @@ class Resource:
         name = item.get(self.parent.option)
         return view.one(self.parent.table, name, "%s.%s" % (where, self.parent.option),
                         self.parent.kind)
+
+
+def _copy_value(value):
+    """A copy deep enough for column values: maps and lists of scalars."""
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        return list(value)
+    return value
 
 
 class _Names:
@@ -568,11 +574,13 @@ class Plan:
 
     @property
     def before(self):
-        return [c.before for c in self.changes if c.before is not None]
+        """The objects this plan changes, as they were."""
+        return [c.before for c in self.changes if c.ops and c.before is not None]
 
     @property
     def after(self):
-        return [c.after for c in self.changes if c.after is not None]
+        """The objects this plan changes, as they will be."""
+        return [c.after for c in self.changes if c.ops and c.after is not None]
 
     def operations(self):
         return [c.describe(self.resource.name, self.resource.identity)
@@ -725,12 +733,14 @@ def reconcile_items(resource, items, state, database, check_mode=False):
 
     if check_mode or state not in WRITE_STATES:
         return database.read(compute)
-    first = database.read(compute)
-    if not first.changed:
-        return first
+    first = database.read(lambda idl: (compute(idl), idl.change_seqno))
+    if not first[0].changed:
+        return first[0]
 
     def write(idl, txn):
-        fresh = compute(idl)
+        # ovsdbapp calls this again after a "try again" from the server;
+        # only then has the cache moved and the plan to be made anew.
+        fresh = first[0] if idl.change_seqno == first[1] else compute(idl)
         apply_ops(fresh.ops, idl, txn)
         return fresh
 

@@ -12,12 +12,16 @@ module: ovn_chassis
 short_description: Manage the OVN chassis settings of a node
 version_added: 0.1.0
 description:
-  - "Sets the keys C(ovn-controller) reads from the local C(Open_vSwitch) table's C(external_ids): system-id, ovn-remote, ovn-encap-type, ovn-encap-ip, ovn-bridge-mappings, ovn-bridge-datapath-type and ovn-cms-options."
+  - "Sets the keys C(ovn-controller) reads from the local C(Open_vSwitch) table's C(external_ids):
+    system-id, ovn-remote, ovn-encap-type, ovn-encap-ip, ovn-bridge-mappings,
+    ovn-bridge-datapath-type and ovn-cms-options."
   - No other key of that map is ever touched.
-  - O(config.bridge_mappings) merges mapping by mapping under V(merged); a mapping set to V(null) is removed.
-  - V(deleted) removes the keys named in O(config) (any value), or all of these keys when O(config) names none. V(overridden) is V(replaced).
+  - O(config.bridge_mappings) merges mapping by mapping under V(merged); a mapping set to V(null)
+    is removed.
+  - V(deleted) removes the keys named in O(config) (any value), or all of these keys when
+    O(config) names none. V(overridden) is V(replaced).
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -84,12 +88,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The chassis settings this task touched, as they were.
+  description: The chassis settings this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: dict
   sample: {"system_id": "worker1", "encap_type": ["geneve"], "encap_ip": "192.168.33.12", "bridge_mappings": {"physnet-ext": "br-ex"}}
 after:
-  description: The chassis settings this task touched, as they are now (in check mode, as they would be).
+  description: The chassis settings this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: dict
   sample: {"system_id": "worker1", "encap_type": ["geneve"], "encap_ip": "192.168.33.12", "bridge_mappings": {"physnet-ext": "br-ex"}}
@@ -109,7 +113,38 @@ rendered:
   returned: when O(state=rendered)
   type: list
   elements: dict
-  sample: [{"op": "mutate", "table": "Open_vSwitch", "where": [["_uuid", "==", ["uuid", "4e1a3c52-0000-0000-0000-000000000000"]]], "mutations": [["external_ids", "insert", ["map", [["ovn-encap-ip", "192.168.33.12"]]]]]}]
+  sample:
+    [
+      {
+        "op": "mutate",
+        "table": "Open_vSwitch",
+        "where": [
+          [
+            "_uuid",
+            "==",
+            [
+              "uuid",
+              "4e1a3c52-0000-0000-0000-000000000000"
+            ]
+          ]
+        ],
+        "mutations": [
+          [
+            "external_ids",
+            "insert",
+            [
+              "map",
+              [
+                [
+                  "ovn-encap-ip",
+                  "192.168.33.12"
+                ]
+              ]
+            ]
+          ]
+        ]
+      }
+    ]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module

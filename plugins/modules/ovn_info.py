@@ -15,7 +15,7 @@ description:
   - Returns the logical topology of the OVN northbound database as structured data, each
     section in the same form as the C(config) of the matching module.
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   gather:
     description:

@@ -15,7 +15,7 @@ description:
   - Creates, updates and deletes logical routers in the OVN northbound database.
   - A gateway router is a router with C(options.chassis) set to the chassis it runs on.
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -55,13 +55,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The routers this task touched, as they were.
+  description: The routers this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
   sample: [{"name": "gr-worker1", "options": {"chassis": "worker1"}}]
 after:
-  description: The routers this task touched, as they are now (in check mode, as they would be).
+  description: The routers this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
@@ -83,7 +83,17 @@ rendered:
   returned: when O(state=rendered)
   type: list
   elements: dict
-  sample: [{"op": "insert", "table": "Logical_Router", "uuid-name": "row1", "row": {"name": "gr-worker1"}}]
+  sample:
+    [
+      {
+        "op": "insert",
+        "table": "Logical_Router",
+        "uuid-name": "row1",
+        "row": {
+          "name": "gr-worker1"
+        }
+      }
+    ]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module

@@ -15,7 +15,7 @@ description:
   - Creates, updates and deletes logical router ports in the OVN northbound database.
   - A new port needs O(config[].mac) and O(config[].networks).
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -100,13 +100,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The router ports this task touched, as they were.
+  description: The router ports this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
   sample: [{"name": "rtos-ovn-ls-25", "router": "ovn4nfv-master", "mac": "0a:00:00:19:00:01", "networks": ["172.16.25.1/24"]}]
 after:
-  description: The router ports this task touched, as they are now (in check mode, as they would be).
+  description: The router ports this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
@@ -128,7 +128,18 @@ rendered:
   returned: when O(state=rendered)
   type: list
   elements: dict
-  sample: [{"op": "insert", "table": "Logical_Router_Port", "uuid-name": "row1", "row": {"name": "rtos-ovn-ls-25", "mac": "0a:00:00:19:00:01"}}]
+  sample:
+    [
+      {
+        "op": "insert",
+        "table": "Logical_Router_Port",
+        "uuid-name": "row1",
+        "row": {
+          "name": "rtos-ovn-ls-25",
+          "mac": "0a:00:00:19:00:01"
+        }
+      }
+    ]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module
@@ -142,9 +153,9 @@ OPTIONS = dict(
     networks=dict(type="list", elements="str"),
     peer=dict(type="str"),
     gateway_chassis=dict(type="list", elements="dict", options=dict(
-            chassis_name=dict(type="str", required=True),
-            priority=dict(type="int"),
-        )),
+        chassis_name=dict(type="str", required=True),
+        priority=dict(type="int"),
+    )),
     options=dict(type="dict"),
     external_ids=dict(type="dict"),
 )

@@ -17,7 +17,7 @@ description:
   - O(config[].subnet) and O(config[].exclude_ips) are stored in C(other_config), where
     C(ovn-northd) reads them to hand out dynamic addresses.
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -82,13 +82,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The switches this task touched, as they were.
+  description: The switches this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
   sample: [{"name": "ovn-ls-25", "subnet": "172.16.25.0/24"}]
 after:
-  description: The switches this task touched, as they are now (in check mode, as they would be).
+  description: The switches this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict

@@ -12,11 +12,14 @@ module: ovn_logical_switch_port
 short_description: Manage OVN logical switch ports
 version_added: 0.1.0
 description:
-  - Creates, updates and deletes logical switch ports in the OVN northbound database, many in one transaction.
-  - "Port names are unique across the database: a port that exists on another switch is refused, never moved silently."
-  - Static IPv4 addresses must lie inside the switch's O(ovn4nfv.k8s.ovn_logical_switch#module:config[].subnet) when it has one.
+  - Creates, updates and deletes logical switch ports in the OVN northbound database, many in one
+    transaction.
+  - "Port names are unique across the database: a port that exists on another switch is refused,
+    never moved silently."
+  - Static IPv4 addresses must lie inside the switch's
+    O(ovn4nfv.k8s.ovn_logical_switch#module:config[].subnet) when it has one.
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -45,7 +48,8 @@ options:
         elements: str
       type:
         description:
-          - V(normal) for a VM or pod port, V(router) to connect a router port, V(localnet) for a physical network.
+          - V(normal) for a VM or pod port, V(router) to connect a router port, V(localnet) for a
+            physical network.
         type: str
         choices: [normal, router, localnet]
       options:
@@ -92,13 +96,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The switch ports this task touched, as they were.
+  description: The switch ports this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
   sample: [{"name": "default_web_net0", "switch": "ovn-ls-25", "addresses": ["dynamic"], "type": "normal"}]
 after:
-  description: The switch ports this task touched, as they are now (in check mode, as they would be).
+  description: The switch ports this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
@@ -120,7 +124,23 @@ rendered:
   returned: when O(state=rendered)
   type: list
   elements: dict
-  sample: [{"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "row1", "row": {"name": "default_web_net0", "addresses": ["set", ["dynamic"]]}}]
+  sample:
+    [
+      {
+        "op": "insert",
+        "table": "Logical_Switch_Port",
+        "uuid-name": "row1",
+        "row": {
+          "name": "default_web_net0",
+          "addresses": [
+            "set",
+            [
+              "dynamic"
+            ]
+          ]
+        }
+      }
+    ]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module

@@ -13,9 +13,10 @@ short_description: Manage NAT rules of OVN logical routers
 version_added: 0.1.0
 description:
   - Creates, updates and deletes NAT rules of logical routers in the OVN northbound database.
-  - As with C(ovn-nbctl lr-nat-add), an V(snat) rule is identified by its router and O(config[].logical_ip), the other types by their router and O(config[].external_ip).
+  - As with C(ovn-nbctl lr-nat-add), an V(snat) rule is identified by its router and
+    O(config[].logical_ip), the other types by their router and O(config[].external_ip).
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -44,11 +45,13 @@ options:
         type: str
       logical_port:
         description:
-          - "For a distributed V(dnat_and_snat) rule: the logical switch port the address belongs to."
+          - "For a distributed V(dnat_and_snat) rule: the logical switch port the address belongs
+            to."
         type: str
       external_mac:
         description:
-          - "For a distributed V(dnat_and_snat) rule: the MAC answering for O(config[].external_ip)."
+          - "For a distributed V(dnat_and_snat) rule: the MAC answering for
+            O(config[].external_ip)."
         type: str
       external_ids:
         description:
@@ -73,13 +76,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The NAT rules this task touched, as they were.
+  description: The NAT rules this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
   sample: [{"router": "gr-worker1", "type": "snat", "external_ip": "192.168.50.12", "logical_ip": "172.16.25.0/24"}]
 after:
-  description: The NAT rules this task touched, as they are now (in check mode, as they would be).
+  description: The NAT rules this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
@@ -101,7 +104,19 @@ rendered:
   returned: when O(state=rendered)
   type: list
   elements: dict
-  sample: [{"op": "insert", "table": "NAT", "uuid-name": "row1", "row": {"type": "snat", "external_ip": "192.168.50.12", "logical_ip": "172.16.25.0/24"}}]
+  sample:
+    [
+      {
+        "op": "insert",
+        "table": "NAT",
+        "uuid-name": "row1",
+        "row": {
+          "type": "snat",
+          "external_ip": "192.168.50.12",
+          "logical_ip": "172.16.25.0/24"
+        }
+      }
+    ]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module

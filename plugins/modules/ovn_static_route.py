@@ -13,9 +13,10 @@ short_description: Manage static routes of OVN logical routers
 version_added: 0.1.0
 description:
   - Creates, updates and deletes static routes of logical routers in the OVN northbound database.
-  - A route is identified by its router, O(config[].ip_prefix), O(config[].nexthop) and O(config[].policy).
+  - A route is identified by its router, O(config[].ip_prefix), O(config[].nexthop) and
+    O(config[].policy).
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -30,7 +31,8 @@ options:
         required: true
       ip_prefix:
         description:
-          - The destination (or source, with O(config[].policy=src-ip)) prefix, or a single address.
+          - The destination (or source, with O(config[].policy=src-ip)) prefix, or a single
+            address.
         type: str
         required: true
       nexthop:
@@ -72,13 +74,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The routes this task touched, as they were.
+  description: The routes this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
   sample: [{"router": "gr-worker1", "ip_prefix": "0.0.0.0/0", "nexthop": "192.168.50.1", "policy": "dst-ip"}]
 after:
-  description: The routes this task touched, as they are now (in check mode, as they would be).
+  description: The routes this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
@@ -100,7 +102,18 @@ rendered:
   returned: when O(state=rendered)
   type: list
   elements: dict
-  sample: [{"op": "insert", "table": "Logical_Router_Static_Route", "uuid-name": "row1", "row": {"ip_prefix": "0.0.0.0/0", "nexthop": "192.168.50.1"}}]
+  sample:
+    [
+      {
+        "op": "insert",
+        "table": "Logical_Router_Static_Route",
+        "uuid-name": "row1",
+        "row": {
+          "ip_prefix": "0.0.0.0/0",
+          "nexthop": "192.168.50.1"
+        }
+      }
+    ]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module

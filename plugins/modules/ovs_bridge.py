@@ -12,11 +12,13 @@ module: ovs_bridge
 short_description: Manage Open vSwitch bridges
 version_added: 0.1.0
 description:
-  - Creates, updates and deletes bridges in the local Open vSwitch database, in one transaction per task.
+  - Creates, updates and deletes bridges in the local Open vSwitch database, in one transaction
+    per task.
   - A new bridge gets its local internal port, as C(ovs-vsctl add-br) does.
-  - Maps merge key by key under V(merged); unlike C(openvswitch.openvswitch.openvswitch_bridge), keys can be removed and several keys can change at once.
+  - Maps merge key by key under V(merged); unlike C(openvswitch.openvswitch.openvswitch_bridge),
+    keys can be removed and several keys can change at once.
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -83,13 +85,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The bridges this task touched, as they were.
+  description: The bridges this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
   sample: [{"name": "br-int", "datapath_type": "netdev", "fail_mode": "secure"}]
 after:
-  description: The bridges this task touched, as they are now (in check mode, as they would be).
+  description: The bridges this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
@@ -111,7 +113,18 @@ rendered:
   returned: when O(state=rendered)
   type: list
   elements: dict
-  sample: [{"op": "insert", "table": "Interface", "uuid-name": "row1", "row": {"name": "br-int", "type": "internal"}}]
+  sample:
+    [
+      {
+        "op": "insert",
+        "table": "Interface",
+        "uuid-name": "row1",
+        "row": {
+          "name": "br-int",
+          "type": "internal"
+        }
+      }
+    ]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module

@@ -16,7 +16,7 @@ description:
     structured data, in the same form as the C(config) of M(ovn4nfv.k8s.ovs_bridge),
     M(ovn4nfv.k8s.ovs_port) and M(ovn4nfv.k8s.ovn_chassis).
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   gather:
     description:

@@ -12,11 +12,13 @@ module: ovs_port
 short_description: Manage Open vSwitch ports and their interfaces
 version_added: 0.1.0
 description:
-  - Creates, updates and deletes ports of Open vSwitch bridges, each with one interface of the same name, in one transaction per task.
-  - O(config[].type), O(config[].options), O(config[].external_ids) and O(config[].mtu_request) belong to the interface; O(config[].tag) and O(config[].trunks) to the port.
+  - Creates, updates and deletes ports of Open vSwitch bridges, each with one interface of the
+    same name, in one transaction per task.
+  - O(config[].type), O(config[].options), O(config[].external_ids) and O(config[].mtu_request)
+    belong to the interface; O(config[].tag) and O(config[].trunks) to the port.
   - A bridge's own local port is managed by M(ovn4nfv.k8s.ovs_bridge) and not shown here.
 author:
-  - ovn4nfv.k8s contributors
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
   config:
     description:
@@ -40,7 +42,8 @@ options:
         choices: [system, internal, patch, vxlan, geneve]
       options:
         description:
-          - Interface C(options), for example C(peer) of a patch port or C(remote_ip) and C(key) of a tunnel.
+          - Interface C(options), for example C(peer) of a patch port or C(remote_ip) and C(key)
+            of a tunnel.
         type: dict
       tag:
         description:
@@ -92,13 +95,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The ports this task touched, as they were.
+  description: The ports this task changes (in check mode, would change), as they were.
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
   sample: [{"name": "patch-int-ex", "bridge": "br-int", "type": "patch", "options": {"peer": "patch-ex-int"}}]
 after:
-  description: The ports this task touched, as they are now (in check mode, as they would be).
+  description: The ports this task changes, as they are now (in check mode, as they would be).
   returned: when O(state) is not V(gathered) or V(rendered)
   type: list
   elements: dict
@@ -120,7 +123,18 @@ rendered:
   returned: when O(state=rendered)
   type: list
   elements: dict
-  sample: [{"op": "insert", "table": "Interface", "uuid-name": "row1", "row": {"name": "patch-int-ex", "type": "patch"}}]
+  sample:
+    [
+      {
+        "op": "insert",
+        "table": "Interface",
+        "uuid-name": "row1",
+        "row": {
+          "name": "patch-int-ex",
+          "type": "patch"
+        }
+      }
+    ]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module

@@ -359,8 +359,9 @@ SCENARIOS = {
                                      {"chassis_name": "ch2", "priority": 10}]},
                 {"name": "rp2", "router": "r1", "mac": "0a:00:00:00:01:02",
                  "networks": ["10.1.2.1/24", "10.1.3.1/24"]}],
-        merge=[{"name": "rp1", "router": "r1", "gateway_chassis": [
-                    {"chassis_name": "ch1", "priority": 5}, {"chassis_name": "ch3", "priority": 7}]},
+        merge=[{"name": "rp1", "router": "r1",
+                "gateway_chassis": [{"chassis_name": "ch1", "priority": 5},
+                                    {"chassis_name": "ch3", "priority": 7}]},
                {"name": "rp2", "router": "r1", "networks": ["10.1.2.1/24"]}],
         replace=[{"name": "rp1", "router": "r1", "mac": "0a:00:00:00:01:01", "networks": ["10.1.1.1/24"]}],
         override=[{"name": "rp2", "router": "r1", "mac": "0a:00:00:00:01:02", "networks": ["10.1.2.1/24"]}],

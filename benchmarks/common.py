@@ -1,0 +1,66 @@
+"""Shared by the benchmarks: the collection on a path, and timed playbooks.
+
+A task's time is the wall time of ``ansible-playbook`` running it, minus
+the wall time of an empty playbook measured in the same run, so that
+Ansible's own start-up is not counted.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from playbook import ansible_env  # noqa: E402
+from sandbox import Sandbox  # noqa: E402
+
+__all__ = ["Ansible", "Sandbox"]
+
+
+class Ansible:
+    """Runs playbooks against the working tree, timing them."""
+
+    def __init__(self):
+        self.work = tempfile.mkdtemp(prefix="ovn4nfv-bench-")
+        collections = os.path.join(self.work, "collections")
+        os.makedirs(os.path.join(collections, "ansible_collections", "ovn4nfv"))
+        os.symlink(ROOT, os.path.join(collections, "ansible_collections", "ovn4nfv", "k8s"))
+        self.env = ansible_env(collections, self.work)
+        self._empty = None
+
+    def run(self, tasks, extra_vars=None):
+        """Run a play of ``tasks``; return its wall time in seconds."""
+        play = [{"hosts": "localhost", "gather_facts": False, "connection": "local",
+                 "tasks": tasks}]
+        path = os.path.join(self.work, "play.json")
+        with open(path, "w") as handle:
+            json.dump(play, handle)
+        vars_path = os.path.join(self.work, "vars.json")
+        with open(vars_path, "w") as handle:
+            json.dump(extra_vars or {}, handle)
+        start = time.monotonic()
+        proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                               "-i", "localhost,", path, "-e", "@" + vars_path],
+                              env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, timeout=1800, check=False)
+        elapsed = time.monotonic() - start
+        if proc.returncode != 0:
+            raise RuntimeError("ansible-playbook failed:\n" + proc.stdout[-3000:])
+        return elapsed
+
+    def empty(self):
+        """Median wall time of an empty playbook (three runs)."""
+        if self._empty is None:
+            self._empty = statistics.median(self.run([]) for _i in range(3))
+        return self._empty
+
+    def task_time(self, tasks, extra_vars=None):
+        return max(self.run(tasks, extra_vars) - self.empty(), 0.0)
+
+    def close(self):
+        subprocess.run(["rm", "-rf", self.work], check=False)

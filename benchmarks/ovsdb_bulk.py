@@ -1,0 +1,61 @@
+"""1,000 logical switch ports on 10 switches in one module task.
+
+Baseline, in the same run: the same ports created by a loop of single
+``ovn-nbctl`` calls, one process per port. Also times re-running the task
+when nothing has to change.
+
+Last line: ``bulk_s=<x> nbctl_loop_s=<y> speedup=<y/x> noop_s=<z>``
+"""
+
+import time
+
+from common import Ansible, Sandbox
+
+SWITCHES = 10
+PORTS = 1000
+
+
+def ports():
+    return [{"name": "bulk-%04d" % i, "switch": "bulk-ls%d" % (i % SWITCHES),
+             "addresses": ["dynamic"]} for i in range(PORTS)]
+
+
+def make_switches(box):
+    args = []
+    for s in range(SWITCHES):
+        args += ["--", "ls-add", "bulk-ls%d" % s, "--", "set", "Logical_Switch", "bulk-ls%d" % s,
+                 "other_config:subnet=10.%d.0.0/16" % (100 + s)]
+    box.nbctl(*args[1:])
+
+
+def main():
+    ansible = Ansible()
+    try:
+        empty = ansible.empty()
+        with Sandbox(ovs=False) as box:
+            make_switches(box)
+            task = [{"name": "1000 ports", "ovn4nfv.k8s.ovn_logical_switch_port": {
+                "config": "{{ ports }}", "db": box.nb_db}}]
+            bulk = ansible.task_time(task, {"ports": ports()})
+            noop = ansible.task_time(task, {"ports": ports()})
+            created = len(box.rows("nb", "Logical_Switch_Port"))
+        with Sandbox(ovs=False) as box:
+            make_switches(box)
+            start = time.monotonic()
+            for port in ports():
+                box.nbctl("lsp-add", port["switch"], port["name"], "--",
+                          "lsp-set-addresses", port["name"], "dynamic")
+            loop = time.monotonic() - start
+            looped = len(box.rows("nb", "Logical_Switch_Port"))
+    finally:
+        ansible.close()
+    assert created == looped == PORTS, (created, looped)
+    print("empty playbook: %.2f s (subtracted from each task time)" % empty)
+    print("module task, %d ports on %d switches, one transaction: %.2f s" % (PORTS, SWITCHES, bulk))
+    print("baseline, %d single ovn-nbctl calls: %.2f s" % (PORTS, loop))
+    print("module task again, nothing to change: %.2f s" % noop)
+    print("bulk_s=%.2f nbctl_loop_s=%.2f speedup=%.1f noop_s=%.2f" % (bulk, loop, loop / bulk, noop))
+
+
+if __name__ == "__main__":
+    main()
