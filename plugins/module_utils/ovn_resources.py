@@ -115,7 +115,7 @@ class LogicalSwitchPort(Resource):
     schema = NB_SCHEMA
     table = "Logical_Switch_Port"
     tables = ("Logical_Switch", "Logical_Switch_Port")
-    parent = Parent("switch", "Logical_Switch", "ports", "switch")
+    parent = Parent("switch", "Logical_Switch", "ports", "switch", ovn_name)
     fields = (
         Field("name", default=""),
         Field("addresses", kind="set"),
@@ -132,9 +132,6 @@ class LogicalSwitchPort(Resource):
         _check_maps(item, where, ("options", "external_ids"))
         if state == "deleted":
             return item
-        if "switch" not in item:
-            raise ValidationError("%s.switch: the port's switch is required" % where)
-        ovn_name(item["switch"], where + ".switch")
         addresses, static = [], []
         for index, value in enumerate(item.get("addresses") or []):
             text, ips = parse_lsp_address(value, "%s.addresses[%d]" % (where, index))
@@ -173,11 +170,6 @@ class LogicalSwitchPort(Resource):
         if state == "deleted":
             return
         switch = view.one("Logical_Switch", item["switch"], where + ".switch", "switch")
-        if current is not None and current.parent is not None \
-                and current.parent.name != item["switch"]:
-            raise ValidationError(
-                "%s.name: port %r already exists on switch %r, not on %r; delete it there first" % (
-                    where, item["name"], current.parent.name, item["switch"]))
         subnet = switch.other_config.get("subnet")
         if subnet and item.get("_static_ips"):
             net = addressing.parse_cidr(subnet, "switch subnet")
@@ -236,7 +228,7 @@ class LogicalRouterPort(Resource):
     schema = NB_SCHEMA
     table = "Logical_Router_Port"
     tables = ("Logical_Router", "Logical_Router_Port", "Gateway_Chassis")
-    parent = Parent("router", "Logical_Router", "ports", "router")
+    parent = Parent("router", "Logical_Router", "ports", "router", ovn_name)
     fields = (
         Field("name", default=""),
         Field("mac", default=""),
@@ -252,9 +244,6 @@ class LogicalRouterPort(Resource):
         _check_maps(item, where, ("options", "external_ids"))
         if state == "deleted":
             return item
-        if "router" not in item:
-            raise ValidationError("%s.router: the port's router is required" % where)
-        ovn_name(item["router"], where + ".router")
         if "mac" in item:
             item["mac"] = addressing.parse_mac(item["mac"], where + ".mac")
         if "networks" in item:
@@ -279,11 +268,6 @@ class LogicalRouterPort(Resource):
     def check(self, item, where, view, current, state):
         if state == "deleted":
             return
-        view.one("Logical_Router", item["router"], where + ".router", "router")
-        if current is not None and current.parent.name != item["router"]:
-            raise ValidationError(
-                "%s.name: port %r already exists on router %r, not on %r; delete it there first" % (
-                    where, item["name"], current.parent.name, item["router"]))
         if current is None:
             missing = [o for o in ("mac", "networks") if not item.get(o)]
             if missing:
@@ -348,7 +332,7 @@ class StaticRoute(Resource):
     table = "Logical_Router_Static_Route"
     tables = ("Logical_Router", "Logical_Router_Port", "Logical_Router_Static_Route")
     identity = ("router", "ip_prefix", "nexthop", "policy")
-    parent = Parent("router", "Logical_Router", "static_routes", "router")
+    parent = Parent("router", "Logical_Router", "static_routes", "router", ovn_name)
     fields = (
         Field("ip_prefix", default=""),
         Field("nexthop", default=""),
@@ -388,7 +372,7 @@ class StaticRoute(Resource):
     def check(self, item, where, view, current, state):
         if state == "deleted":
             return
-        router = view.one("Logical_Router", item["router"], where + ".router", "router")
+        router = view.by_name("Logical_Router")[item["router"]]
         port = item.get("output_port")
         if port and port not in set(p.name for p in router.ports):
             raise ValidationError("%s.output_port: %r is not a port of router %r" % (
@@ -410,7 +394,7 @@ class NAT(Resource):
     table = "NAT"
     tables = ("Logical_Router", "Logical_Switch_Port", "NAT")
     identity = ("router", "type", "external_ip", "logical_ip")
-    parent = Parent("router", "Logical_Router", "nat", "router")
+    parent = Parent("router", "Logical_Router", "nat", "router", ovn_name)
     fields = (
         Field("type", default=""),
         Field("external_ip", default=""),
@@ -469,7 +453,6 @@ class NAT(Resource):
     def check(self, item, where, view, current, state):
         if state == "deleted":
             return
-        view.one("Logical_Router", item["router"], where + ".router", "router")
         if item.get("logical_port"):
             view.one("Logical_Switch_Port", item["logical_port"], where + ".logical_port",
                      "switch port")

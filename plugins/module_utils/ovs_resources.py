@@ -86,7 +86,7 @@ class Port(Resource):
     schema = OVS_SCHEMA
     table = "Port"
     tables = _OVS_TABLES
-    parent = Parent("bridge", "Bridge", "ports", "bridge")
+    parent = Parent("bridge", "Bridge", "ports", "bridge", interface_name)
     fields = (
         Field("name", default=""),
         Field("type", table="Interface", default="", to_db=_to_system, from_db=_from_system),
@@ -116,9 +116,6 @@ class Port(Resource):
         _maps(item, where, ("options", "external_ids"))
         if state == "deleted":
             return item
-        if "bridge" not in item:
-            raise ValidationError("%s.bridge: the port's bridge is required" % where)
-        interface_name(item["bridge"], where + ".bridge")
         if item["bridge"] == item["name"]:
             raise ValidationError("%s.name: %r is the bridge's own local port; manage it with "
                                   "ovs_bridge" % (where, item["name"]))
@@ -148,15 +145,6 @@ class Port(Resource):
                 raise ValidationError("%s.options.key: %r is not a number or 'flow'" % (
                     where, options["key"]))
         return item
-
-    def check(self, item, where, view, current, state):
-        if state == "deleted":
-            return
-        view.one("Bridge", item["bridge"], where + ".bridge", "bridge")
-        if current is not None and current.parent.name != item["bridge"]:
-            raise ValidationError(
-                "%s.name: port %r already exists on bridge %r, not on %r; delete it there first" % (
-                    where, item["name"], current.parent.name, item["bridge"]))
 
     def create_ops(self, item, cols, parent_row, names):
         iface = names.new("Interface")

@@ -314,13 +314,45 @@ class Current:
 # --------------------------------------------------------------------------
 
 class Parent:
-    """The row whose set column holds this resource's rows."""
+    """The row whose set column holds this resource's rows.
 
-    def __init__(self, option, table, column, kind):
+    When the parent is named by a config option, the engine requires that
+    option (except under ``deleted``), checks the name with ``name_rule``,
+    checks that the parent exists, and refuses an object that already
+    exists under another parent rather than moving it silently.
+    """
+
+    def __init__(self, option, table, column, kind, name_rule=None):
         self.option = option      # config option naming the parent ("switch")
         self.table = table        # parent table
         self.column = column      # parent's set column of references
         self.kind = kind          # the parent in the operator's words
+        self.name_rule = name_rule
+
+    def validate(self, item, where):
+        if not self.option:
+            return
+        if self.option not in item:
+            raise ValidationError("%s.%s: the %s is required" % (where, self.option, self.kind))
+        if self.name_rule:
+            self.name_rule(item[self.option], "%s.%s" % (where, self.option))
+
+    def resolve(self, resource, item, where, view, current):
+        """The parent row for ``item``, after checking that it exists and
+        that the object is not already under another parent."""
+        if not self.option:
+            rows = view.rows(self.table)
+            if len(rows) != 1:
+                raise ValidationError("%s: the database has %d %s rows, not one" % (
+                    where, len(rows), self.table))
+            return rows[0]
+        row = view.one(self.table, item[self.option], "%s.%s" % (where, self.option), self.kind)
+        if current is not None and current.parent.name != item[self.option]:
+            raise ValidationError(
+                "%s.%s: %s %s already exists on %s %r, not on %r; delete it there first" % (
+                    where, self.option, resource.name, resource.label(current.key), self.kind,
+                    current.parent.name, item[self.option]))
+        return row
 
 
 class Resource:
@@ -471,19 +503,6 @@ class Resource:
         ops.append(Op("delete", self.table, current.rows[self.table]))
         return ops
 
-    def resolve_parent(self, item, where, view):
-        if not self.parent:
-            return None
-        if not self.parent.option:
-            rows = view.rows(self.parent.table)
-            if len(rows) != 1:
-                raise ValidationError("%s: the database has %d %s rows, not one" % (
-                    where, len(rows), self.parent.table))
-            return rows[0]
-        name = item.get(self.parent.option)
-        return view.one(self.parent.table, name, "%s.%s" % (where, self.parent.option),
-                        self.parent.kind)
-
 
 def _copy_value(value):
     """A copy deep enough for column values: maps and lists of scalars."""
@@ -607,6 +626,8 @@ def validate_config(resource, config, state):
         where = "config[%d]" % index
         item = dict((k, v) for k, v in (raw or {}).items() if v is not None)
         try:
+            if resource.parent and state != "deleted":
+                resource.parent.validate(item, where)
             item = resource.validate(item, where, state)
         except ValidationError as exc:
             problems.extend(exc.problems)
@@ -648,6 +669,9 @@ def plan(resource, items, state, view):
                 where, resource.name, resource.label(key)))
             continue
         try:
+            parent_row = None
+            if resource.parent and state != "deleted":
+                parent_row = resource.parent.resolve(resource, item, where, view, cur)
             resource.check(item, where, view, cur, state)
             if state == "deleted" and resource.deletes_object:
                 if cur is not None:
@@ -658,7 +682,6 @@ def plan(resource, items, state, view):
             cols = resource.wanted_cols(item, cur, state)
             after = resource_config(resource, cols, cur.parent if cur else None, item)
             if cur is None:
-                parent_row = resource.resolve_parent(item, where, view)
                 result.changes.append(Change("create", resource.label(key), None, after,
                                              resource.create_ops(item, cols, parent_row, names)))
             else:

@@ -57,7 +57,7 @@ CASES = [
     ("lsp_unknown_switch", "ovn_logical_switch_port",
      {"config": [{"name": "q1", "switch": "nosuch"}]}, NB, ["config[0].switch", "nosuch"]),
     ("lsp_name_clash_other_switch", "ovn_logical_switch_port",
-     {"config": [{"name": "p-on-sw1", "switch": "sw2"}]}, NB, ["config[0].name", "p-on-sw1", "sw1"]),
+     {"config": [{"name": "p-on-sw1", "switch": "sw2"}]}, NB, ["config[0].switch", "p-on-sw1", "'sw1'", "'sw2'"]),
     ("lsp_vlan_tag_out_of_range", "ovn_logical_switch_port",
      {"config": [{"name": "ln", "switch": "sw1", "type": "localnet", "tag": 4096,
                   "options": {"network_name": "phys"}}]}, NB, ["config[0].tag", "4096"]),
@@ -115,6 +115,13 @@ CASES = [
     ("port_trunk_out_of_range", "ovs_port",
      {"config": [{"name": "pp", "bridge": "br0", "trunks": [10, 4096]}]}, OVS,
      ["config[0].trunks[1]", "4096"]),
+    ("port_name_clash_other_bridge", "ovs_port",
+     {"config": [{"name": "p-on-br0", "bridge": "br1"}]}, OVS, ["config[0].bridge", "p-on-br0", "'br0'"]),
+    ("lrp_name_clash_other_router", "ovn_logical_router_port",
+     {"config": [{"name": "rp-on-r1", "router": "r2", "mac": "0a:00:00:00:00:01",
+                  "networks": ["10.0.0.1/24"]}]}, NB, ["config[0].router", "rp-on-r1", "'r1'"]),
+    ("lsp_switch_missing", "ovn_logical_switch_port",
+     {"config": [{"name": "q1"}]}, NB, ["config[0].switch", "required"]),
     ("port_unknown_bridge", "ovs_port",
      {"config": [{"name": "pp", "bridge": "nosuch"}]}, OVS, ["config[0].bridge", "nosuch"]),
     ("port_tunnel_without_remote", "ovs_port",
@@ -169,7 +176,11 @@ def catalogue(collections_path):
         box.nbctl("ls-add", "sw2")
         box.nbctl("lsp-add", "sw1", "p-on-sw1")
         box.nbctl("lr-add", "r1")
+        box.nbctl("lr-add", "r2")
+        box.nbctl("lrp-add", "r1", "rp-on-r1", "0a:00:00:00:00:aa", "10.5.0.1/24")
         box.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev")
+        box.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath_type=netdev")
+        box.vsctl("add-port", "br0", "p-on-br0", "--", "set", "interface", "p-on-br0", "type=internal")
         box.nbctl("--wait=sb", "sync")
         dump = " && ".join(" ".join(shlex.quote(a) for a in cmd)
                            for cmd in box.dump_commands("nb") + box.dump_commands("ovs"))
