@@ -41,8 +41,7 @@ def run_playbook(collections_path, tasks, extra_vars=None, module_defaults=None,
         play_tasks = []
         for index, task in enumerate(tasks):
             task = dict(task)
-            var = "task_%d" % index
-            task["register"] = var
+            var = task.setdefault("register", "task_%d" % index)
             registered.append((task["name"], var))
             play_tasks.append(task)
         out = os.path.join(work, "results.json")

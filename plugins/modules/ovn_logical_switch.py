@@ -67,11 +67,16 @@ EXAMPLES = r"""
         external_ids:
           purpose: data-plane
 
-- name: Make the switches the product owns exactly these
+- name: Make the switches the product owns exactly these two; any other owned switch goes
   ovn4nfv.k8s.ovn_logical_switch:
     config:
       - name: ovn-ls-25
         subnet: 172.16.25.0/24
+        exclude_ips: [172.16.25.1, 172.16.25.200..172.16.25.254]
+      - name: ovn-ls-26
+        subnet: 172.16.26.0/24
+        external_ids:
+          purpose: data-plane
     state: overridden
 
 - name: Read every switch

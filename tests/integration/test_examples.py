@@ -1,0 +1,73 @@
+"""Every module's EXAMPLES run, as written, against real daemons; a second
+run changes nothing; the info modules report what the examples built."""
+
+import ast
+import os
+
+import yaml
+
+from playbook import run_playbook
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Examples build on each other: bridges before ports, switches and routers
+# before their ports, routes and NAT.
+ORDER = ["ovs_bridge", "ovs_port", "ovn_chassis", "ovs_info",
+         "ovn_logical_switch", "ovn_logical_router", "ovn_logical_switch_port",
+         "ovn_logical_router_port", "ovn_static_route", "ovn_nat", "ovn_info"]
+
+
+def examples(module):
+    with open(os.path.join(ROOT, "plugins", "modules", module + ".py")) as handle:
+        tree = ast.parse(handle.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == "EXAMPLES":
+            return yaml.safe_load(node.value.value)
+    raise AssertionError("%s has no EXAMPLES" % module)
+
+
+def test_every_module_is_in_the_order():
+    modules = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "plugins", "modules"))
+                     if f.endswith(".py"))
+    assert sorted(ORDER) == modules
+
+
+def test_examples_run_and_are_idempotent(sandbox, collections_path):
+    tasks = []
+    for module in ORDER:
+        for index, task in enumerate(examples(module)):
+            task = dict(task)
+            task["name"] = "%s #%d: %s" % (module, index, task["name"])
+            tasks.append(task)
+    defaults = {"group/ovn4nfv.k8s.ovs": {"db": sandbox.ovs_db},
+                "group/ovn4nfv.k8s.ovn_nb": {"db": sandbox.nb_db}}
+    first, proc = run_playbook(collections_path, tasks, module_defaults=defaults)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert any(r.get("changed") for r in first.values())
+
+    second, proc = run_playbook(collections_path, tasks, module_defaults=defaults)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    changed = [name for name, r in second.items() if r.get("changed")]
+    assert changed == [], "examples are not idempotent: %s" % changed
+
+    info = [dict(name="ovs", **{"ovn4nfv.k8s.ovs_info": {}}),
+            dict(name="nb", **{"ovn4nfv.k8s.ovn_info": {}}),
+            dict(name="nb_switches", **{"ovn4nfv.k8s.ovn_info": {"gather": ["logical_switches"]}})]
+    facts, proc = run_playbook(collections_path, info, module_defaults=defaults)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    ovs, nb = facts["ovs"], facts["nb"]
+    assert sorted(b["name"] for b in ovs["bridges"]) == ["br-ex", "br-int"]
+    assert {p["name"]: p["bridge"] for p in ovs["ports"]} == {
+        "patch-int-ex": "br-int", "patch-ex-int": "br-ex", "veth1234ab": "br-int"}
+    assert ovs["chassis"]["bridge_mappings"] == {"physnet-ext": "br-ex"}
+    assert ovs["chassis"]["encap_ip"] == "192.168.33.12"
+    assert [s["name"] for s in nb["logical_switches"]] == ["ovn-ls-25", "ovn-ls-26"]
+    assert {p["name"] for p in nb["logical_switch_ports"]} == {
+        "default_web_net0", "default_web_net1", "stor-ovn-ls-25"}
+    assert {r["name"] for r in nb["logical_routers"]} == {"ovn4nfv-master", "gr-worker1"}
+    gateway = [p for p in nb["logical_router_ports"] if p["name"] == "rtoe-ext"][0]
+    assert gateway["gateway_chassis"] == [{"chassis_name": "worker1", "priority": 20},
+                                          {"chassis_name": "worker2", "priority": 10}]
+    assert len(nb["static_routes"]) == 2 and len(nb["nat"]) == 1
+    assert set(facts["nb_switches"]) >= {"logical_switches"}
+    assert "logical_routers" not in facts["nb_switches"]
