@@ -282,27 +282,30 @@ class LogicalRouterPort(Resource):
         return current
 
     @staticmethod
-    def _insert_gateway_chassis(port_name, chassis, names):
+    def _insert_gateway_chassis(port_name, chassis, view):
         """Insert ops for ``{chassis_name: priority}``, named as ovn-nbctl names them."""
-        return [Op("insert", "Gateway_Chassis", names.new("Gateway_Chassis"), value={
-            "name": "%s-%s" % (port_name, name), "chassis_name": name, "priority": prio})
-            for name, prio in sorted(chassis.items())]
+        ops = []
+        for name, prio in sorted(chassis.items()):
+            values = {"name": "%s-%s" % (port_name, name), "chassis_name": name, "priority": prio}
+            ops.append(Op("insert", "Gateway_Chassis", view.new_row("Gateway_Chassis", values),
+                          value=values))
+        return ops
 
-    def create_ops(self, item, cols, parent_row, names):
+    def create_ops(self, item, cols, parent_row, view):
         cols = dict(cols)
         chassis = cols.pop(_GC, {})
-        ops = self._insert_gateway_chassis(item["name"], chassis, names)
-        port_ops = super(LogicalRouterPort, self).create_ops(item, cols, parent_row, names)
+        ops = self._insert_gateway_chassis(item["name"], chassis, view)
+        port_ops = super(LogicalRouterPort, self).create_ops(item, cols, parent_row, view)
         if ops:
             port_ops[0].value["gateway_chassis"] = [op.row for op in ops]
         return ops + port_ops
 
-    def update_ops(self, current, cols, names):
+    def update_ops(self, current, cols, view):
         cols = dict(cols)
         want = cols.pop(_GC, {})
         have = current.cols.get(_GC, {})
         port = current.rows[self.table]
-        ops = super(LogicalRouterPort, self).update_ops(current, cols, names)
+        ops = super(LogicalRouterPort, self).update_ops(current, cols, view)
         rows = current.rows.get("Gateway_Chassis", {})
         for name in sorted(set(have) - set(want)):
             ops.append(Op("mutate", self.table, port, "gateway_chassis", [rows[name]], "delete"))
@@ -311,7 +314,7 @@ class LogicalRouterPort(Resource):
             if have[name] != want[name]:
                 ops.append(Op("update", "Gateway_Chassis", rows[name], "priority", want[name]))
         added = dict((n, p) for n, p in want.items() if n not in have)
-        for insert in self._insert_gateway_chassis(port.name, added, names):
+        for insert in self._insert_gateway_chassis(port.name, added, view):
             ops.append(insert)
             ops.append(Op("mutate", self.table, port, "gateway_chassis", [insert.row], "insert"))
         return ops

@@ -65,11 +65,14 @@ class Bridge(Resource):
                 item["other_config"]["hwaddr"], where + ".other_config.hwaddr")
         return item
 
-    def create_ops(self, item, cols, parent_row, names):
-        iface, port = names.new("Interface"), names.new("Port")
-        ops = [Op("insert", "Interface", iface, value={"name": item["name"], "type": "internal"}),
-               Op("insert", "Port", port, value={"name": item["name"], "interfaces": [iface]})]
-        bridge_ops = super(Bridge, self).create_ops(item, cols, parent_row, names)
+    def create_ops(self, item, cols, parent_row, view):
+        iface_values = {"name": item["name"], "type": "internal"}
+        iface = view.new_row("Interface", iface_values)
+        port_values = {"name": item["name"], "interfaces": [iface]}
+        port = view.new_row("Port", port_values)
+        ops = [Op("insert", "Interface", iface, value=iface_values),
+               Op("insert", "Port", port, value=port_values)]
+        bridge_ops = super(Bridge, self).create_ops(item, cols, parent_row, view)
         bridge_ops[0].value["ports"] = [port]
         return ops + bridge_ops
 
@@ -146,12 +149,12 @@ class Port(Resource):
                     where, options["key"]))
         return item
 
-    def create_ops(self, item, cols, parent_row, names):
-        iface = names.new("Interface")
+    def create_ops(self, item, cols, parent_row, view):
         values = dict((column, value) for (table, column), value in cols.items()
                       if table == "Interface" and value not in (None, [], {}))
         values["name"] = item["name"]
-        port_ops = super(Port, self).create_ops(item, cols, parent_row, names)
+        iface = view.new_row("Interface", values)
+        port_ops = super(Port, self).create_ops(item, cols, parent_row, view)
         port_ops[0].value["interfaces"] = [iface]
         return [Op("insert", "Interface", iface, value=values)] + port_ops
 

@@ -144,11 +144,18 @@ def map_of_strings(value, where):
 # --------------------------------------------------------------------------
 
 class NewRow:
-    """A row this transaction inserts, known by its ``uuid-name``."""
+    """A row this transaction inserts, known by its ``uuid-name``.
 
-    def __init__(self, table, name):
-        self.table = table
-        self.name = name
+    Until the transaction commits, it stands in for the row: a later
+    resource in the same batch may look it up by name and read the values
+    it was planned with (an unset column reads as empty).
+    """
+
+    def __init__(self, table, uuid_name, values=None):
+        self.__dict__.update(table=table, uuid_name=uuid_name, values=values or {})
+
+    def __getattr__(self, column):
+        return self.values.get(column, {})
 
 
 class Op:
@@ -170,7 +177,7 @@ class Op:
 
 def _resolve(value, created):
     if isinstance(value, NewRow):
-        return created[value.name]
+        return created[value.uuid_name]
     if isinstance(value, list):
         return [_resolve(v, created) for v in value]
     return value
@@ -182,7 +189,7 @@ def apply_ops(ops, idl, txn):
     for op in ops:
         if op.op == "insert":
             row = txn.insert(idl.tables[op.table])
-            created[op.row.name] = row
+            created[op.row.uuid_name] = row
             for column, value in op.value.items():
                 setattr(row, column, _resolve(value, created))
             continue
@@ -209,7 +216,7 @@ def apply_ops(ops, idl, txn):
 def _datum(value):
     """A value in RFC 7047 JSON notation."""
     if isinstance(value, NewRow):
-        return ["named-uuid", value.name]
+        return ["named-uuid", value.uuid_name]
     if hasattr(value, "uuid") and hasattr(value, "_table"):
         return ["uuid", str(value.uuid)]
     if isinstance(value, dict):
@@ -225,7 +232,7 @@ def render_ops(ops):
     out = []
     for op in ops:
         if op.op == "insert":
-            out.append({"op": "insert", "table": op.table, "uuid-name": op.row.name,
+            out.append({"op": "insert", "table": op.table, "uuid-name": op.row.uuid_name,
                         "row": dict((c, _datum(v)) for c, v in sorted(op.value.items()))})
             continue
         where = [["_uuid", "==", _datum(op.row)]]
@@ -266,9 +273,19 @@ class View:
     def __init__(self, idl):
         self.idl = idl
         self._by_name = {}
+        self._count = 0
+
+    def new_row(self, table, values):
+        """A :class:`NewRow` with a uuid-name unique in this view's batch.
+        A named row is found by :meth:`by_name` from then on."""
+        self._count += 1
+        row = NewRow(table, "row%d" % self._count, values)
+        if "name" in values:
+            self.by_name(table)[values["name"]] = row
+        return row
 
     def rows(self, table):
-        if table not in self.idl.tables:
+        if self.idl is None or table not in self.idl.tables:
             return []
         return list(self.idl.tables[table].rows.values())
 
@@ -461,18 +478,18 @@ class Resource:
         return cols
 
     # -- turning wanted rows into operations ------------------------------------
-    def create_ops(self, item, cols, parent_row, names):
+    def create_ops(self, item, cols, parent_row, view):
         """Insert the object's row(s) and link them to the parent."""
-        new = names.new(self.table)
         values = dict((column, value) for (table, column), value in cols.items()
                       if table == self.table and value not in (None, [], {}))
+        new = view.new_row(self.table, values)
         ops = [Op("insert", self.table, new, value=values)]
         if self.parent:
             ops.append(Op("mutate", self.parent.table, parent_row, self.parent.column,
                           [new], "insert"))
         return ops
 
-    def update_ops(self, current, cols, names):
+    def update_ops(self, current, cols, view):
         ops = []
         for where in sorted(cols):
             table, column = where
@@ -511,17 +528,6 @@ def _copy_value(value):
     if isinstance(value, list):
         return list(value)
     return value
-
-
-class _Names:
-    """uuid-names for inserted rows, unique within one plan."""
-
-    def __init__(self):
-        self.count = 0
-
-    def new(self, table):
-        self.count += 1
-        return NewRow(table, "row%d" % self.count)
 
 
 # --------------------------------------------------------------------------
@@ -644,10 +650,12 @@ def validate_config(resource, config, state):
     return items
 
 
-def plan(resource, items, state, view):
+def plan(resource, items, state, view, scope=None):
     """Compute the plan for validated ``items`` against ``view``.
 
-    Raises ValidationError, naming every problem, before anything is
+    ``scope``, a predicate on :class:`Current`, narrows what ``overridden``
+    (and ``deleted`` without items) may delete to part of what the product
+    owns. Raises ValidationError, naming every problem, before anything is
     written.
     """
     current, duplicates = resource.read(view)
@@ -658,7 +666,6 @@ def plan(resource, items, state, view):
             current.items(), key=lambda kv: _sort_key(kv[0])) if not wanted or key in wanted]
         return result
     problems = []
-    names = _Names()
     declared = set()
     for where, item in items:
         key = resource.key(item)
@@ -683,9 +690,9 @@ def plan(resource, items, state, view):
             after = resource_config(resource, cols, cur.parent if cur else None, item)
             if cur is None:
                 result.changes.append(Change("create", resource.label(key), None, after,
-                                             resource.create_ops(item, cols, parent_row, names)))
+                                             resource.create_ops(item, cols, parent_row, view)))
             else:
-                ops = resource.update_ops(cur, cols, names)
+                ops = resource.update_ops(cur, cols, view)
                 result.changes.append(Change("update", resource.label(key),
                                              current_config(resource, cur), after, ops))
         except ValidationError as exc:
@@ -695,6 +702,8 @@ def plan(resource, items, state, view):
     if state == "overridden" or (state == "deleted" and not items):
         for key, cur in sorted(current.items(), key=lambda kv: _sort_key(kv[0])):
             if key in declared or key in duplicates or not resource.is_owned(cur):
+                continue
+            if scope is not None and not scope(cur):
                 continue
             result.changes.append(Change("delete", resource.label(key),
                                          current_config(resource, cur), None,
@@ -750,21 +759,49 @@ def reconcile_items(resource, items, state, database, check_mode=False):
     """:func:`reconcile` for items already checked by :func:`validate_config`,
     so that a caller can refuse bad input before it connects."""
     mode = planning_state(state)
+    return execute(database, lambda view: plan(resource, items, mode, view),
+                   write=state in WRITE_STATES and not check_mode)
 
-    def compute(idl):
-        return plan(resource, items, mode, View(idl))
 
-    if check_mode or state not in WRITE_STATES:
-        return database.read(compute)
-    first = database.read(lambda idl: (compute(idl), idl.change_seqno))
-    if not first[0].changed:
-        return first[0]
+class Batch:
+    """Plans of several resources, made on one view, applied in one
+    transaction in order: a later plan may use rows an earlier one creates."""
 
-    def write(idl, txn):
-        # ovsdbapp calls this again after a "try again" from the server;
-        # only then has the cache moved and the plan to be made anew.
-        fresh = first[0] if idl.change_seqno == first[1] else compute(idl)
+    def __init__(self, plans=()):
+        self.plans = list(plans)
+
+    def add(self, plan_):
+        self.plans.append(plan_)
+        return plan_
+
+    @property
+    def ops(self):
+        return [op for p in self.plans for op in p.ops]
+
+    @property
+    def changed(self):
+        return any(p.changed for p in self.plans)
+
+    def operations(self):
+        return [line for p in self.plans for line in p.operations()]
+
+
+def execute(database, compute, write):
+    """Compute a plan (or :class:`Batch`) with ``compute(view)`` and, when
+    ``write`` is true and it changes anything, apply it in one transaction.
+
+    The plan is computed once on the cache; ovsdbapp asks for it again only
+    after the server answered "try again", and then it is made anew.
+    """
+    if not write:
+        return database.read(lambda idl: compute(View(idl)))
+    first, seqno = database.read(lambda idl: (compute(View(idl)), idl.change_seqno))
+    if not first.changed:
+        return first
+
+    def transaction(idl, txn):
+        fresh = first if idl.change_seqno == seqno else compute(View(idl))
         apply_ops(fresh.ops, idl, txn)
         return fresh
 
-    return database.transact(write)
+    return database.transact(transaction)
