@@ -18,7 +18,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from .addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
 from .errors import Ovn4nfvError, ValidationError
 from .ovsdb import HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS, Database, DEFAULT_TIMEOUT
-from .reconcile import (STATES, WRITE_STATES, planning_state, reconcile, reconcile_items,
+from .reconcile import (STATES, WRITE_STATES, execute, planning_state, reconcile, reconcile_items,
                         render_ops, validate_config)
 
 
@@ -33,7 +33,7 @@ def connection_argument_spec(default_db):
     )
 
 
-def _require_libraries(module):
+def require_libraries(module):
     for name, present, error in (("ovsdbapp", HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR),
                                  ("netaddr", HAS_NETADDR, NETADDR_IMPORT_ERROR)):
         if not present:
@@ -50,7 +50,7 @@ def _connect(module, resource_tables, schema):
     return Database(params["db"], schema, resource_tables, timeout=params["timeout"], tls=tls)
 
 
-def _fail(module, exc):
+def fail(module, exc):
     if isinstance(exc, ValidationError):
         module.fail_json(msg=str(exc), problems=exc.problems)
     module.fail_json(msg=str(exc))
@@ -68,7 +68,7 @@ def run_resource_module(resource_class, options, default_db, single=False):
     module = AnsibleModule(
         argument_spec=spec, supports_check_mode=True,
         required_if=[("state", state, ("config",)) for state in ("merged", "replaced", "rendered")])
-    _require_libraries(module)
+    require_libraries(module)
     state = module.params["state"]
     config = module.params["config"]
     if single:
@@ -81,7 +81,7 @@ def run_resource_module(resource_class, options, default_db, single=False):
         database = _connect(module, resource.tables, resource.schema)
         plan = reconcile_items(resource, items, state, database, check_mode=module.check_mode)
     except Ovn4nfvError as exc:
-        _fail(module, exc)
+        fail(module, exc)
     finally:
         if database is not None:
             database.close()
@@ -108,7 +108,7 @@ def run_info_module(default_db, schema, sections, argument_spec=None):
     spec = dict(argument_spec or {})
     spec.update(connection_argument_spec(default_db))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    _require_libraries(module)
+    require_libraries(module)
     wanted = module.params.get("gather") or list(sections)
     resources = [(key, sections[key]()) for key in wanted]
     tables = sorted(set(t for _key, resource in resources for t in resource.tables))
@@ -120,8 +120,59 @@ def run_info_module(default_db, schema, sections, argument_spec=None):
             gathered = reconcile(resource, [], "gathered", database).gathered
             result[key] = gathered[0] if resource.identity == () and gathered else gathered
     except Ovn4nfvError as exc:
-        _fail(module, exc)
+        fail(module, exc)
     finally:
         if database is not None:
             database.close()
     module.exit_json(**result)
+
+
+def composite_result(module, plan, state, single=False):
+    """The result of a composite task (virtual network, gateway, topology),
+    shaped as the resource modules shape theirs."""
+    result = dict(changed=False)
+    if state == "gathered":
+        result["gathered"] = (plan.gathered[0] if plan.gathered else {}) if single else plan.gathered
+        return result
+    result["operations"] = plan.operations() if plan.changed else []
+    if state == "rendered":
+        result["rendered"] = render_ops(plan.ops)
+        return result
+    result["changed"] = plan.changed
+    if single:
+        result["before"] = plan.before[0] if plan.before else {}
+        result["after"] = plan.after[0] if plan.after else {}
+    else:
+        result["before"], result["after"] = plan.before, plan.after
+    if module._diff:
+        result["diff"] = plan.diff()
+    return result
+
+
+def run_composite(module, schema, tables, compute):
+    """Connect, compute with ``compute(view, state)``, apply unless check
+    mode or a read-only state, and return the plan."""
+    state = module.params["state"]
+    write = state in WRITE_STATES and not module.check_mode
+    mode = planning_state(state)
+    database = None
+    try:
+        database = _connect(module, tables, schema)
+        return execute(database, lambda view: compute(view, mode), write)
+    except Ovn4nfvError as exc:
+        fail(module, exc)
+    finally:
+        if database is not None:
+            database.close()
+
+
+def connect_or_none(module, db_param, tables, schema):
+    """A connection to the remote in ``db_param``, or None with the reason."""
+    params = dict(module.params)
+    params["db"] = module.params[db_param]
+    tls = TLS(params["private_key"], params["certificate"], params["ca_cert"])
+    try:
+        return Database(params["db"], schema, tables, timeout=params["timeout"], tls=tls,
+                        field=db_param), None
+    except Ovn4nfvError as exc:
+        return None, str(exc)

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import random
 
 from .errors import ValidationError
@@ -116,6 +117,19 @@ def generate_mac(rng=None):
     return ":".join("%02x" % o for o in octets)
 
 
+def mac_from_name(name):
+    """A locally administered, unicast MAC derived from ``name``: the same
+    name always gets the same MAC, so re-runs change nothing."""
+    digest = bytearray(hashlib.sha256(name.encode("utf-8")).digest()[:6])
+    digest[0] = (digest[0] & 0xFC) | 0x02
+    return ":".join("%02x" % o for o in digest)
+
+
+def host(subnet, index):
+    """The ``index``-th host address of ``subnet`` (1 is the first)."""
+    return subnet.network + index
+
+
 def parse_exclude_ips(values, subnet, field):
     """Validate ``exclude_ips`` against ``subnet``.
 
@@ -157,8 +171,12 @@ def exclude_ips_from_ovn(text):
 
 
 def ip_set(subnet, exclude):
-    """An ``IPSet`` of the subnet's host addresses not excluded."""
+    """An ``IPSet`` of the subnet's host addresses not excluded (the network
+    and broadcast addresses are never hosts)."""
     hosts = netaddr.IPSet(subnet)
+    if subnet.size > 2:
+        hosts.remove(subnet.network)
+        hosts.remove(subnet.broadcast)
     for entry in exclude or []:
         low, _sep, high = entry.partition("..")
         hosts.remove(netaddr.IPRange(low, high or low))

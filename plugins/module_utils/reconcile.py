@@ -786,6 +786,46 @@ class Batch:
         return [line for p in self.plans for line in p.operations()]
 
 
+class CompositePlan:
+    """A plan for objects that span several resources (a virtual network,
+    a node gateway, the topology): changes in the operator's terms, and
+    the :class:`Batch` of OVSDB plans that realises them."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.batch = Batch()
+        self.changes = []       # Change per object, with before/after in config form
+        self.gathered = []
+
+    @property
+    def changed(self):
+        return self.batch.changed
+
+    @property
+    def ops(self):
+        return self.batch.ops
+
+    def record(self, label, before, after):
+        if before != after:
+            action = "delete" if after is None else "update" if before else "create"
+            self.changes.append(Change(action, label, before, after, []))
+
+    def operations(self):
+        return [c.describe(self.kind) for c in self.changes] + self.batch.operations()
+
+    @property
+    def before(self):
+        return [c.before for c in self.changes if c.before is not None]
+
+    @property
+    def after(self):
+        return [c.after for c in self.changes if c.after is not None]
+
+    def diff(self):
+        return {"before": dict((c.label, c.before) for c in self.changes if c.before),
+                "after": dict((c.label, c.after) for c in self.changes if c.after)}
+
+
 def execute(database, compute, write):
     """Compute a plan (or :class:`Batch`) with ``compute(view)`` and, when
     ``write`` is true and it changes anything, apply it in one transaction.

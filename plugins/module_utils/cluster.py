@@ -1,0 +1,491 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cluster's shared OVN topology, as in the seed design.
+
+* one distributed router (``ovn4nfv-master`` by default);
+* a join switch whose subnet is configurable; its first host address is the
+  distributed router's, the next ones go to the node gateways;
+* per node, a gateway router bound to the node's chassis, with a port on the
+  join switch and a port on an external switch whose localnet port reaches
+  the node's external OVS bridge;
+* the wiring between them, derived from the virtual networks and gateways
+  that exist: routes to every network on each gateway router, a default
+  route from the distributed router to every gateway (ECMP), and SNAT of
+  every network to each gateway's external address.
+
+Everything here is expressed as items of the building-block resources in
+:mod:`.ovn_resources` and planned by :mod:`.reconcile`; the objects are
+found again by their ``external_ids`` roles, never by name patterns.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from . import addressing
+from .errors import ValidationError
+from .naming import in_range, ovn_name
+from .ovn_resources import NAT, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, StaticRoute
+from .reconcile import OWNER_KEY, OWNER_VALUE, Batch, CompositePlan, plan, validate_config
+
+ROLE = "ovn4nfv-role"
+ROLE_ROUTER = "cluster-router"
+ROLE_JOIN = "join-switch"
+ROLE_GATEWAY = "node-gateway"
+ROLE_WIRING = "gateway-wiring"
+NETWORK_KEY = "ovn4nfv-network"
+
+DEFAULT_ROUTER = "ovn4nfv-master"
+DEFAULT_JOIN_SWITCH = "ovn4nfv-join"
+DEFAULT_JOIN_SUBNET = "100.64.1.0/24"
+DEFAULT_PHYSNET = "physnet-ext"
+
+TABLES = ("Logical_Switch", "Logical_Switch_Port", "Logical_Router", "Logical_Router_Port",
+          "Logical_Router_Static_Route", "NAT", "Gateway_Chassis")
+
+# Resource classes in the order a batch creates them (parents first);
+# deletions run in the reverse order.
+ORDER = (LogicalRouter, LogicalSwitch, LogicalRouterPort, LogicalSwitchPort, StaticRoute, NAT)
+
+
+def role_of(row):
+    ids = row.external_ids
+    return ids.get(ROLE) if ids.get(OWNER_KEY) == OWNER_VALUE else None
+
+
+def _rows_with_role(view, table, role):
+    return [row for row in view.rows(table) if role_of(row) == role]
+
+
+# --------------------------------------------------------------------------
+# The topology: distributed router and join switch
+# --------------------------------------------------------------------------
+
+class Topology:
+    """The distributed router and the join switch."""
+
+    def __init__(self, router=DEFAULT_ROUTER, join_switch=DEFAULT_JOIN_SWITCH,
+                 join_subnet=DEFAULT_JOIN_SUBNET):
+        self.router = router
+        self.join_switch = join_switch
+        self.join_subnet = addressing.parse_cidr(join_subnet, "join_subnet", version=4)
+        if self.join_subnet.size < 4:
+            raise ValidationError("join_subnet: %s leaves no address for a gateway" % join_subnet)
+        self.router_ip = addressing.host(self.join_subnet, 1)
+
+    @property
+    def router_port(self):
+        return "rtoj-" + self.router
+
+    def config(self):
+        return {"router": self.router, "join_switch": self.join_switch,
+                "join_subnet": str(self.join_subnet), "router_join_ip": str(self.router_ip)}
+
+    def items(self):
+        """Items per resource class that make up the topology."""
+        role = {ROLE: ROLE_ROUTER}
+        return {
+            LogicalRouter: [{"name": self.router, "external_ids": role}],
+            LogicalSwitch: [{"name": self.join_switch, "subnet": str(self.join_subnet),
+                             "exclude_ips": [str(self.router_ip)],
+                             "external_ids": {ROLE: ROLE_JOIN}}],
+            LogicalRouterPort: [{"name": self.router_port, "router": self.router,
+                                 "mac": addressing.mac_from_name(self.router_port),
+                                 "networks": ["%s/%d" % (self.router_ip, self.join_subnet.prefixlen)],
+                                 "external_ids": role}],
+            LogicalSwitchPort: [{"name": "jtor-" + self.router, "switch": self.join_switch,
+                                 "type": "router", "addresses": ["router"],
+                                 "options": {"router-port": self.router_port},
+                                 "external_ids": role}],
+        }
+
+
+def read_topology(view):
+    """The topology in the database, or None. More than one is an error."""
+    routers = _rows_with_role(view, "Logical_Router", ROLE_ROUTER)
+    joins = _rows_with_role(view, "Logical_Switch", ROLE_JOIN)
+    if len(routers) > 1 or len(joins) > 1:
+        raise ValidationError("the database holds %d cluster routers and %d join switches; "
+                              "expected one of each" % (len(routers), len(joins)))
+    if not routers or not joins:
+        return None
+    return Topology(routers[0].name, joins[0].name, joins[0].other_config.get("subnet"))
+
+
+def require_topology(view, where="config"):
+    topology = read_topology(view)
+    if topology is None:
+        raise ValidationError("%s: the cluster router and join switch do not exist yet; "
+                              "create them with ovn4nfv.k8s.cluster_topology first" % where)
+    return topology
+
+
+# --------------------------------------------------------------------------
+# Node gateways
+# --------------------------------------------------------------------------
+
+class Gateway:
+    """One node's gateway, in the operator's terms."""
+
+    def __init__(self, node, external_ip, external_gateway, chassis=None, physnet=DEFAULT_PHYSNET,
+                 join_ip=None, vlan=None, external_mac=None):
+        self.node = node
+        self.chassis = chassis or node
+        self.external_ip, self.external_net = external_ip, None
+        self.external_gateway = external_gateway
+        self.physnet = physnet
+        self.join_ip = join_ip
+        self.vlan = vlan
+        self.external_mac = external_mac
+
+    # the names of its objects
+    @property
+    def router(self):
+        return "gr-" + self.node
+
+    @property
+    def external_switch(self):
+        return "ext-" + self.node
+
+    def config(self):
+        out = {"node": self.node, "chassis": self.chassis,
+               "external_ip": "%s/%d" % (self.external_ip, self.external_net.prefixlen),
+               "external_gateway": str(self.external_gateway), "physnet": self.physnet,
+               "join_ip": str(self.join_ip) if self.join_ip is not None else None,
+               "external_mac": self.external_mac or addressing.mac_from_name("gtoe-" + self.node)}
+        if self.vlan:
+            out["vlan"] = self.vlan
+        return out
+
+    def items(self, topology):
+        marks = {ROLE: ROLE_GATEWAY, "ovn4nfv-node": self.node,
+                 "ovn4nfv-external-ip": "%s/%d" % (self.external_ip, self.external_net.prefixlen),
+                 "ovn4nfv-external-gateway": str(self.external_gateway),
+                 "ovn4nfv-physnet": self.physnet, "ovn4nfv-join-ip": str(self.join_ip),
+                 "ovn4nfv-vlan": str(self.vlan) if self.vlan else None}
+        part = {ROLE: ROLE_GATEWAY, "ovn4nfv-node": self.node}
+        join, ext = "gtoj-" + self.node, "gtoe-" + self.node
+        localnet = {"name": "ln-" + self.node, "switch": self.external_switch, "type": "localnet",
+                    "addresses": ["unknown"], "options": {"network_name": self.physnet},
+                    "external_ids": part}
+        if self.vlan:
+            localnet["tag"] = self.vlan
+        return {
+            LogicalRouter: [{"name": self.router, "options": {"chassis": self.chassis},
+                             "external_ids": marks}],
+            LogicalSwitch: [{"name": self.external_switch, "external_ids": part}],
+            LogicalRouterPort: [
+                {"name": join, "router": self.router, "mac": addressing.mac_from_name(join),
+                 "networks": ["%s/%d" % (self.join_ip, topology.join_subnet.prefixlen)],
+                 "external_ids": part},
+                {"name": ext, "router": self.router,
+                 "mac": self.external_mac or addressing.mac_from_name(ext),
+                 "networks": ["%s/%d" % (self.external_ip, self.external_net.prefixlen)],
+                 "external_ids": part}],
+            LogicalSwitchPort: [
+                {"name": "jtog-" + self.node, "switch": topology.join_switch, "type": "router",
+                 "addresses": ["router"], "options": {"router-port": join}, "external_ids": part},
+                localnet,
+                {"name": "etog-" + self.node, "switch": self.external_switch, "type": "router",
+                 "addresses": ["router"], "options": {"router-port": ext}, "external_ids": part}],
+        }
+
+    def object_keys(self):
+        """The keys of every object of this gateway, per resource class, for deletion."""
+        return {
+            LogicalRouter: [{"name": self.router}],
+            LogicalSwitch: [{"name": self.external_switch}],
+            LogicalSwitchPort: [{"name": "jtog-" + self.node}],
+        }
+
+
+def validate_gateway(item, where):
+    """A checked :class:`Gateway` from one config item."""
+    for option in ("node", "external_ip", "external_gateway"):
+        if not item.get(option):
+            raise ValidationError("%s.%s: is required" % (where, option))
+    ovn_name(item["node"], where + ".node")
+    if item.get("chassis"):
+        ovn_name(item["chassis"], where + ".chassis")
+    ip, net = addressing.parse_ip_interface(item["external_ip"], where + ".external_ip")
+    if ip.version != 4 or ip in (net.network, net.broadcast) and net.size > 2:
+        raise ValidationError("%s.external_ip: %r is not a host address of an IPv4 network" % (
+            where, item["external_ip"]))
+    nexthop = addressing.parse_ip(item["external_gateway"], where + ".external_gateway", 4)
+    addressing.require_inside(nexthop, net.cidr, where + ".external_gateway", item["external_gateway"])
+    if nexthop == ip:
+        raise ValidationError("%s.external_gateway: %s is the gateway's own external_ip" % (
+            where, nexthop))
+    gateway = Gateway(item["node"], ip, nexthop, chassis=item.get("chassis"),
+                      physnet=item.get("physnet") or DEFAULT_PHYSNET, vlan=item.get("vlan"),
+                      external_mac=addressing.parse_mac(item["external_mac"], where + ".external_mac")
+                      if item.get("external_mac") else None)
+    gateway.external_net = net.cidr
+    if item.get("vlan") is not None:
+        in_range(item["vlan"], 1, 4094, where + ".vlan")
+    if ":" in gateway.physnet or "," in gateway.physnet:
+        raise ValidationError("%s.physnet: %r may not hold ':' or ','" % (where, gateway.physnet))
+    if item.get("join_ip"):
+        gateway.join_ip = addressing.parse_ip(item["join_ip"], where + ".join_ip", 4)
+    return gateway
+
+
+def read_gateways(view):
+    """``{node: Gateway}`` from the gateway routers' own records."""
+    found = {}
+    for row in _rows_with_role(view, "Logical_Router", ROLE_GATEWAY):
+        ids = row.external_ids
+        try:
+            ip, net = addressing.parse_ip_interface(ids["ovn4nfv-external-ip"], "external_ip")
+            gateway = Gateway(ids["ovn4nfv-node"], ip, addressing.parse_ip(
+                ids["ovn4nfv-external-gateway"], "external_gateway"),
+                chassis=row.options.get("chassis"), physnet=ids.get("ovn4nfv-physnet"),
+                join_ip=addressing.parse_ip(ids["ovn4nfv-join-ip"], "join_ip"),
+                vlan=int(ids["ovn4nfv-vlan"]) if ids.get("ovn4nfv-vlan") else None)
+        except (KeyError, ValidationError, ValueError) as exc:
+            raise ValidationError("gateway router %s has damaged ovn4nfv records (%s); delete it "
+                                  "with ovn4nfv.k8s.node_gateway state=deleted" % (row.name, exc))
+        gateway.external_net = net.cidr
+        for port in row.ports:
+            if port.name == "gtoe-" + gateway.node:
+                gateway.external_mac = port.mac
+        found[gateway.node] = gateway
+    return found
+
+
+def assign_join_ips(gateways, topology, current):
+    """Give each gateway without a join address one: its current one if it
+    has one, else the lowest free host after the router's. Deterministic."""
+    problems = []
+    used = {topology.router_ip: "the cluster router"}
+    for gateway in gateways:
+        if gateway.join_ip is None and gateway.node in current:
+            gateway.join_ip = current[gateway.node].join_ip
+    for gateway in gateways:
+        if gateway.join_ip is None:
+            continue
+        if gateway.join_ip not in topology.join_subnet or gateway.join_ip in (
+                topology.join_subnet.network, topology.join_subnet.broadcast):
+            problems.append("node %s: join_ip %s is not a host of the join subnet %s" % (
+                gateway.node, gateway.join_ip, topology.join_subnet))
+        elif gateway.join_ip in used:
+            problems.append("node %s: join_ip %s is already %s's" % (
+                gateway.node, gateway.join_ip, used[gateway.join_ip]))
+        else:
+            used[gateway.join_ip] = "node %s" % gateway.node
+    free = (ip for ip in addressing.ip_set(topology.join_subnet, []) if ip not in used)
+    for gateway in gateways:
+        if gateway.join_ip is None:
+            gateway.join_ip = next(free, None)
+            if gateway.join_ip is None:
+                problems.append("node %s: the join subnet %s has no free address left" % (
+                    gateway.node, topology.join_subnet))
+            else:
+                used[gateway.join_ip] = "node %s" % gateway.node
+    if problems:
+        raise ValidationError(problems)
+
+
+# --------------------------------------------------------------------------
+# Wiring: derived from the networks and gateways that will exist
+# --------------------------------------------------------------------------
+
+def wiring_items(topology, networks, gateways):
+    """Routes and SNAT that join ``networks`` ({name: subnet}) to the
+    outside through ``gateways`` ({node: Gateway})."""
+    mark = {ROLE: ROLE_WIRING}
+    routes, nat = [], []
+    for node, gateway in sorted(gateways.items()):
+        routes.append({"router": gateway.router, "ip_prefix": "0.0.0.0/0",
+                       "nexthop": str(gateway.external_gateway), "external_ids": mark})
+        routes.append({"router": topology.router, "ip_prefix": "0.0.0.0/0",
+                       "nexthop": str(gateway.join_ip), "external_ids": mark})
+        for name, subnet in sorted(networks.items()):
+            routes.append({"router": gateway.router, "ip_prefix": str(subnet),
+                           "nexthop": str(topology.router_ip), "external_ids": mark})
+            nat.append({"router": gateway.router, "type": "snat",
+                        "external_ip": str(gateway.external_ip), "logical_ip": str(subnet),
+                        "external_ids": mark})
+    return {StaticRoute: routes, NAT: nat}
+
+
+def _wiring_scope(resource):
+    column = (resource.table, "external_ids")
+    return lambda current: current.cols.get(column, {}).get(ROLE) == ROLE_WIRING
+
+
+def read_network_subnets(view):
+    """``{network name: subnet}`` of the OVN virtual networks in the database."""
+    out = {}
+    for row in view.rows("Logical_Switch"):
+        if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(OWNER_KEY) == OWNER_VALUE:
+            subnet = row.other_config.get("subnet")
+            if subnet:
+                out[row.name] = addressing.parse_cidr(subnet, "subnet of " + row.name)
+    return out
+
+
+def check_no_overlap(named_subnets):
+    """``named_subnets`` is a list of (description, IPNetwork). Every pair
+    that overlaps is reported, naming both."""
+    problems = []
+    for index, (name_a, net_a) in enumerate(named_subnets):
+        for name_b, net_b in named_subnets[index + 1:]:
+            if net_a.first <= net_b.last and net_b.first <= net_a.last:
+                problems.append("%s (%s) overlaps %s (%s)" % (name_a, net_a, name_b, net_b))
+    if problems:
+        raise ValidationError(problems)
+
+
+def build_batch(view, upserts, deletes, topology, networks, gateways):
+    """One batch: upserts parents first, then the wiring, then deletions
+    children first. ``upserts``/``deletes`` map resource classes to items."""
+    batch = Batch()
+    for resource_class in ORDER:
+        items = upserts.get(resource_class)
+        if items:
+            batch.add(plan(resource_class(), _validated(resource_class, items, "merged"),
+                           "merged", view))
+    if topology is not None:
+        for resource_class, items in wiring_items(topology, networks, gateways).items():
+            resource = resource_class()
+            batch.add(plan(resource, _validated(resource_class, items, "overridden"), "overridden",
+                           view, scope=_wiring_scope(resource)))
+    for resource_class in reversed(ORDER):
+        items = deletes.get(resource_class)
+        if items:
+            batch.add(plan(resource_class(), _validated(resource_class, items, "deleted"),
+                           "deleted", view))
+    return batch
+
+
+def _validated(resource_class, items, state):
+    return validate_config(resource_class(), items, state)
+
+
+# --------------------------------------------------------------------------
+# Planning the topology and the gateways
+# --------------------------------------------------------------------------
+
+def _attached(view, topology):
+    """Networks and gateways that hang off the topology, by name."""
+    names = ["network " + n for n in sorted(read_network_subnets(view))]
+    names += ["node gateway " + n for n in sorted(read_gateways(view))]
+    return names
+
+
+def plan_topology(view, item, state, force=False):
+    """Plan the distributed router and join switch (one object)."""
+    result = CompositePlan("cluster_topology")
+    current = read_topology(view)
+    if state == "gathered":
+        result.gathered = [current.config()] if current else []
+        return result
+    if state == "deleted":
+        if current is None:
+            return result
+        attached = _attached(view, current)
+        if attached and not force:
+            raise ValidationError("the cluster topology still carries %s; delete them first, or "
+                                  "set force: true" % ", ".join(attached))
+        keys = {LogicalRouter: [{"name": current.router}],
+                LogicalSwitch: [{"name": current.join_switch}]}
+        result.batch = build_batch(view, {}, keys, None, {}, {})
+        result.record("cluster", current.config(), None)
+        return result
+    merge = state == "merged" and current is not None
+    base = current.config() if merge else {}
+    topology = Topology(item.get("router") or base.get("router") or DEFAULT_ROUTER,
+                        item.get("join_switch") or base.get("join_switch") or DEFAULT_JOIN_SWITCH,
+                        item.get("join_subnet") or base.get("join_subnet") or DEFAULT_JOIN_SUBNET)
+    deletes = {}
+    if current is not None and current.config() != topology.config():
+        attached = _attached(view, current)
+        if attached:
+            raise ValidationError(
+                "config: the cluster topology %s cannot become %s while it carries %s" % (
+                    current.config(), topology.config(), ", ".join(attached)))
+        if current.router != topology.router:
+            deletes[LogicalRouter] = [{"name": current.router}]
+        if current.join_switch != topology.join_switch:
+            deletes[LogicalSwitch] = [{"name": current.join_switch}]
+    result.batch = build_batch(view, topology.items(), deletes, topology, read_network_subnets(view),
+                               read_gateways(view))
+    result.record("cluster", current.config() if current else None, topology.config())
+    return result
+
+
+GATEWAY_OPTIONS = ("node", "chassis", "external_ip", "external_gateway", "physnet", "join_ip",
+                   "vlan", "external_mac")
+
+
+def plan_gateways(view, items, state, force=False):
+    """Plan node gateways; ``items`` are (where, raw item) pairs."""
+    result = CompositePlan("node_gateway")
+    current = read_gateways(view)
+    if state == "gathered":
+        wanted = set(item["node"] for _where, item in items)
+        result.gathered = [g.config() for n, g in sorted(current.items()) if not wanted or n in wanted]
+        return result
+    topology = require_topology(view)
+    problems, declared, deleting = [], {}, []
+    for where, item in items:
+        node = item.get("node")
+        if state == "deleted":
+            if node in current:
+                deleting.append(node)
+            continue
+        raw = dict(item)
+        if state == "merged" and node in current:
+            for option, value in current[node].config().items():
+                if raw.get(option) is None and option != "join_ip":
+                    raw[option] = value
+        if node in declared:
+            problems.append("%s.node: gateway %s is declared twice" % (where, node))
+            continue
+        try:
+            declared[node] = validate_gateway(raw, where)
+        except ValidationError as exc:
+            problems.extend(exc.problems)
+    if state == "overridden" or (state == "deleted" and not items):
+        deleting.extend(n for n in sorted(current) if n not in declared and n not in deleting)
+    after = dict((n, g) for n, g in current.items() if n not in deleting)
+    after.update(declared)
+    if problems:
+        raise ValidationError(problems)
+    assign_join_ips([after[n] for n in sorted(after)], topology, current)
+    networks = read_network_subnets(view)
+    named = [("network " + n, net) for n, net in sorted(networks.items())]
+    named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
+    externals = {}
+    for node, gateway in sorted(after.items()):
+        if gateway.external_net not in externals.values():
+            named.append(("the external network of node %s" % node, gateway.external_net))
+        externals[node] = gateway.external_net
+    owners = {}
+    for node, gateway in sorted(after.items()):
+        if gateway.external_ip in owners:
+            problems.append("node %s: external_ip %s is already node %s's" % (
+                node, gateway.external_ip, owners[gateway.external_ip]))
+        owners[gateway.external_ip] = node
+    try:
+        check_no_overlap(named)
+    except ValidationError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise ValidationError(problems)
+    upserts, deletes = {}, {}
+    for node in sorted(declared):
+        for resource_class, objs in after[node].items(topology).items():
+            upserts.setdefault(resource_class, []).extend(objs)
+    for node in deleting:
+        for resource_class, objs in current[node].object_keys().items():
+            deletes.setdefault(resource_class, []).extend(objs)
+    result.batch = build_batch(view, upserts, deletes, topology, networks, after)
+    for node in sorted(declared):
+        result.record(node, current[node].config() if node in current else None,
+                      after[node].config())
+    for node in deleting:
+        result.record(node, current[node].config(), None)
+    return result

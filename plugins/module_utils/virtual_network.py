@@ -1,0 +1,399 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Virtual networks: the seed design's CreateVL, UpdateVL, DeleteVL, QueryVL.
+
+A network is declared in the operator's terms (subnet, gateway, exclude
+ranges, MTU, DNS, routes, provider) and realised by a backend:
+
+* ``ovn``: a logical switch with ``other_config:subnet`` and
+  ``exclude_ips`` (OVN allocates addresses), attached to the cluster's
+  distributed router through a router port that holds the gateway;
+* ``ovs``: a plain OVS bridge on the node (the ovs-cni style), with the
+  network's record in the bridge's ``external_ids``.
+
+The network's own settings are recorded in ``external_ids`` so that the
+watcher and the IPAM plugin can read them back (see :func:`read_networks`).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+from . import addressing, cluster
+from .errors import ValidationError
+from .naming import in_range, interface_name, ovn_name
+from .ovn_resources import LogicalRouterPort, LogicalSwitch, LogicalSwitchPort
+from .ovs_resources import Bridge
+from .reconcile import OWNER_KEY, OWNER_VALUE, CompositePlan, plan, validate_config
+
+BACKENDS = ("ovn", "ovs")
+# Outer IPv4 (20) + UDP (8) + Geneve (8) + OVN's option (8) + inner Ethernet (14).
+GENEVE_OVERHEAD = 58
+_PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?$")
+OPTIONS = ("name", "subnet", "gateway", "exclude_ips", "mtu", "dns", "routes", "provider",
+           "backend", "bridge", "vlan")
+
+K_GATEWAY = "ovn4nfv-gateway"
+K_EXCLUDE = "ovn4nfv-exclude-ips"
+K_MTU = "ovn4nfv-mtu"
+K_DNS = "ovn4nfv-dns"
+K_ROUTES = "ovn4nfv-routes"
+K_PROVIDER = "ovn4nfv-provider"
+K_BACKEND = "ovn4nfv-backend"
+K_SUBNET = "ovn4nfv-subnet"
+K_VLAN = "ovn4nfv-vlan"
+
+
+class Network:
+    """A complete, checked network."""
+
+    def __init__(self, name, subnet, gateway, backend, exclude_ips=(), mtu=None, dns=(),
+                 routes=(), provider=None, bridge=None, vlan=None):
+        self.name = name
+        self.subnet = subnet
+        self.gateway = gateway
+        self.backend = backend
+        self.exclude_ips = list(exclude_ips)
+        self.mtu = mtu
+        self.dns = list(dns)
+        self.routes = list(routes)
+        self.provider = provider
+        self.bridge = bridge
+        self.vlan = vlan
+
+    def config(self):
+        out = {"name": self.name, "subnet": str(self.subnet), "gateway": str(self.gateway),
+               "backend": self.backend}
+        for option in ("exclude_ips", "mtu", "dns", "routes", "provider", "bridge", "vlan"):
+            value = getattr(self, option)
+            if value not in (None, [], ()):
+                out[option] = value
+        return out
+
+    @property
+    def gateway_cidr(self):
+        return "%s/%d" % (self.gateway, self.subnet.prefixlen)
+
+    @property
+    def router_port(self):
+        return "rtos-" + self.name
+
+    @property
+    def switch_port(self):
+        return "stor-" + self.name
+
+    def records(self):
+        """The network's settings as ``external_ids``; None removes a key."""
+        return {
+            cluster.NETWORK_KEY: self.name,
+            K_BACKEND: self.backend,
+            K_GATEWAY: self.gateway_cidr,
+            K_EXCLUDE: " ".join(self.exclude_ips) or None,
+            K_MTU: str(self.mtu) if self.mtu else None,
+            K_DNS: ",".join(self.dns) or None,
+            K_ROUTES: json.dumps(self.routes, sort_keys=True) if self.routes else None,
+            K_PROVIDER: self.provider,
+        }
+
+    def ovn_items(self, topology):
+        mark = {cluster.NETWORK_KEY: self.name}
+        return {
+            LogicalSwitch: [{"name": self.name, "subnet": str(self.subnet),
+                             "exclude_ips": self.exclude_ips + [str(self.gateway)],
+                             "external_ids": self.records()}],
+            LogicalRouterPort: [{"name": self.router_port, "router": topology.router,
+                                 "mac": addressing.mac_from_name(self.router_port),
+                                 "networks": [self.gateway_cidr], "external_ids": mark}],
+            LogicalSwitchPort: [{"name": self.switch_port, "switch": self.name, "type": "router",
+                                 "addresses": ["router"],
+                                 "options": {"router-port": self.router_port},
+                                 "external_ids": mark}],
+        }
+
+    def ovn_keys(self):
+        return {LogicalSwitch: [{"name": self.name}],
+                LogicalRouterPort: [{"name": self.router_port}],
+                LogicalSwitchPort: [{"name": self.switch_port}]}
+
+    def ovs_item(self, datapath_type):
+        records = self.records()
+        records.update({K_SUBNET: str(self.subnet), K_VLAN: str(self.vlan) if self.vlan else None})
+        return {"name": self.bridge, "datapath_type": datapath_type, "external_ids": records}
+
+
+def check_format(item, where):
+    """Formats of the options given; completeness is checked later, after
+    merging with what exists."""
+    out = dict((k, v) for k, v in item.items() if v is not None)
+    if "name" not in out:
+        raise ValidationError("%s.name: a name is required" % where)
+    ovn_name(out["name"], where + ".name")
+    if out.get("backend") not in (None, "auto") + BACKENDS:
+        raise ValidationError("%s.backend: %r is not one of ovn, ovs, auto" % (where, out["backend"]))
+    if "subnet" in out:
+        out["subnet"] = addressing.parse_cidr(out["subnet"], where + ".subnet", version=4)
+    if "gateway" in out:
+        out["gateway"] = addressing.parse_ip(out["gateway"], where + ".gateway", version=4)
+    if "mtu" in out:
+        in_range(out["mtu"], 576, 9216, where + ".mtu")
+    for index, server in enumerate(out.get("dns") or []):
+        addressing.parse_ip(server, "%s.dns[%d]" % (where, index))
+    if "provider" in out and not _PROVIDER.match(out["provider"]):
+        raise ValidationError("%s.provider: %r is not <nad>.<namespace> or <nad>.<namespace>.ovn" % (
+            where, out["provider"]))
+    if "bridge" in out:
+        interface_name(out["bridge"], where + ".bridge")
+    if "vlan" in out:
+        in_range(out["vlan"], 1, 4094, where + ".vlan")
+    return out
+
+
+def complete(given, current, merge, backend, where, underlay_mtu=None):
+    """A :class:`Network` from the options ``given``, merged with the
+    ``current`` network under ``merged``; every rule checked."""
+    base = current.config() if (merge and current is not None) else {}
+    cfg = dict(base)
+    cfg.update(given)
+    if current is not None and merge and "subnet" in given and "gateway" not in given:
+        old_gateway = addressing.parse_ip(base["gateway"], "gateway")
+        if old_gateway not in given["subnet"]:
+            cfg.pop("gateway")
+    if "subnet" not in cfg:
+        raise ValidationError("%s.subnet: a new network needs a subnet" % where)
+    subnet = addressing.parse_cidr(cfg["subnet"], where + ".subnet", version=4)
+    if subnet.size < 4:
+        raise ValidationError("%s.subnet: %s has no room for a gateway and a port" % (where, subnet))
+    gateway = addressing.parse_ip(cfg.get("gateway") or addressing.host(subnet, 1),
+                                  where + ".gateway", version=4)
+    if gateway not in subnet or gateway in (subnet.network, subnet.broadcast):
+        raise ValidationError("%s.gateway: %s is not a host address of the subnet %s" % (
+            where, gateway, subnet))
+    excludes = addressing.parse_exclude_ips(cfg.get("exclude_ips") or [], subnet,
+                                            where + ".exclude_ips")
+    if gateway not in addressing.ip_set(subnet, excludes):
+        raise ValidationError("%s.gateway: %s lies inside exclude_ips %s" % (
+            where, gateway, " ".join(excludes)))
+    backend = cfg.get("backend") if cfg.get("backend") in BACKENDS else backend
+    if underlay_mtu and cfg.get("mtu") and backend == "ovn" and \
+            cfg["mtu"] > underlay_mtu - GENEVE_OVERHEAD:
+        raise ValidationError(
+            "%s.mtu: %d does not fit the underlay MTU %d minus %d bytes of Geneve overhead (max %d)" % (
+                where, cfg["mtu"], underlay_mtu, GENEVE_OVERHEAD, underlay_mtu - GENEVE_OVERHEAD))
+    routes = []
+    for index, route in enumerate(cfg.get("routes") or []):
+        field = "%s.routes[%d]" % (where, index)
+        dst = addressing.parse_cidr(route.get("dst"), field + ".dst", version=4)
+        hop = addressing.parse_ip(route.get("gw") or gateway, field + ".gw", version=4)
+        addressing.require_inside(hop, subnet, field + ".gw", route.get("gw"))
+        routes.append({"dst": str(dst), "gw": str(hop)})
+    if backend == "ovn" and cfg.get("vlan"):
+        raise ValidationError("%s.vlan: %r applies to the ovs backend only" % (where, cfg["vlan"]))
+    bridge = None
+    if backend == "ovs":
+        bridge = cfg.get("bridge") or ("br-" + cfg["name"])[:15]
+        interface_name(bridge, where + ".bridge")
+    return Network(cfg["name"], subnet, gateway, backend, excludes, cfg.get("mtu"),
+                   [str(addressing.parse_ip(d, "dns")) for d in cfg.get("dns") or []], routes,
+                   cfg.get("provider"), bridge, cfg.get("vlan"))
+
+
+def _from_records(name, ids, subnet, backend, bridge=None):
+    gateway = (ids.get(K_GATEWAY) or "").split("/")[0] or None
+    return Network(
+        name, subnet, addressing.parse_ip(gateway, name + " gateway") if gateway else
+        addressing.host(subnet, 1), backend, (ids.get(K_EXCLUDE) or "").split(),
+        int(ids[K_MTU]) if ids.get(K_MTU) else None,
+        [d for d in (ids.get(K_DNS) or "").split(",") if d],
+        json.loads(ids[K_ROUTES]) if ids.get(K_ROUTES) else [], ids.get(K_PROVIDER), bridge,
+        int(ids[K_VLAN]) if ids.get(K_VLAN) else None)
+
+
+class Current:
+    """A network as it is: its settings, and the ports on it."""
+
+    def __init__(self, network, ports, owned):
+        self.network = network
+        self.ports = ports      # [(port name, [addresses as written], [IPAddress in use])]
+        self.owned = owned
+
+    def used(self):
+        return dict((ip, name) for name, _addresses, ips in self.ports for ip in ips)
+
+
+def _port_ips(port):
+    ips = []
+    texts = list(port.addresses) + list(port.dynamic_addresses or [])
+    for text in texts:
+        for word in text.split()[1:]:
+            try:
+                ips.append(addressing.parse_ip(word, "address"))
+            except ValidationError:
+                continue
+    return ips
+
+
+def read_networks(view):
+    """``{name: Current}`` of the OVN networks in the NB."""
+    out = {}
+    for row in view.rows("Logical_Switch"):
+        ids = row.external_ids
+        if not ids.get(cluster.NETWORK_KEY):
+            continue
+        subnet = addressing.parse_cidr(row.other_config.get("subnet"), "subnet of " + row.name)
+        network = _from_records(row.name, ids, subnet, "ovn")
+        ports = [(p.name, list(p.addresses), _port_ips(p)) for p in row.ports
+                 if p.name != network.switch_port]
+        out[row.name] = Current(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
+    return out
+
+
+def read_ovs_networks(view):
+    """``{name: Current}`` of the OVS-backend networks on this node."""
+    out = {}
+    for row in view.rows("Bridge"):
+        ids = row.external_ids
+        if not ids.get(cluster.NETWORK_KEY):
+            continue
+        name = ids[cluster.NETWORK_KEY]
+        subnet = addressing.parse_cidr(ids.get(K_SUBNET), "subnet of " + name)
+        network = _from_records(name, ids, subnet, "ovs", bridge=row.name)
+        ports = [(p.name, ["vlan %s" % p.tag[0]] if p.tag else [], []) for p in row.ports
+                 if p.name != row.name]
+        out[name] = Current(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
+    return out
+
+
+def status(current):
+    """The query view of a network: settings, usage and ports."""
+    network = current.network
+    out = network.config()
+    free = addressing.ip_set(network.subnet, network.exclude_ips)
+    free.remove(network.gateway)
+    used = set(ip for ip in current.used() if ip in network.subnet)
+    out["addresses_in_use"] = len(used)
+    out["addresses_free"] = free.size - len([ip for ip in used if ip in free])
+    out["ports"] = [{"name": name, "addresses": addresses} for name, addresses, _ips in current.ports]
+    return out
+
+
+def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
+                  datapath_type="system"):
+    """Plan ``items`` (from :func:`check_format`) of one backend against ``view``.
+
+    ``backend`` is ``ovn`` (``view`` is the NB) or ``ovs`` (the local OVS
+    database). Raises ValidationError naming every problem; nothing is
+    written before that.
+    """
+    result = CompositePlan("virtual_network")
+    current = read_networks(view) if backend == "ovn" else read_ovs_networks(view)
+    if state == "gathered":
+        wanted = set(item["name"] for _where, item in items)
+        result.gathered = [status(cur) for name, cur in sorted(current.items())
+                           if not wanted or name in wanted]
+        return result
+    topology = cluster.require_topology(view) if backend == "ovn" else None
+    problems = []
+    after = dict((name, cur.network) for name, cur in current.items())
+    declared, deleting = [], []
+    for where, item in items:
+        name = item["name"]
+        cur = current.get(name)
+        if state == "deleted":
+            if cur is not None:
+                deleting.append(name)
+            continue
+        try:
+            after[name] = complete(item, cur.network if cur else None, state == "merged", backend,
+                                   where, underlay_mtu)
+            declared.append(name)
+        except ValidationError as exc:
+            problems.extend(exc.problems)
+    if state == "overridden" or (state == "deleted" and not items):
+        deleting.extend(n for n, cur in sorted(current.items())
+                        if n not in declared and cur.owned and n not in deleting)
+    for name in deleting:
+        after.pop(name, None)
+    problems.extend(_cross_checks(view, after, topology, backend))
+    if not force:
+        problems.extend(_safety(current, after, declared, deleting))
+    if problems:
+        raise ValidationError(problems)
+
+    upserts, deletes = {}, {}
+    for name in declared:
+        network = after[name]
+        items_ = network.ovn_items(topology) if backend == "ovn" else {
+            Bridge: [network.ovs_item(datapath_type)]}
+        for resource_class, objs in items_.items():
+            upserts.setdefault(resource_class, []).extend(objs)
+    for name in deleting:
+        keys = current[name].network.ovn_keys() if backend == "ovn" else {
+            Bridge: [{"name": current[name].network.bridge}]}
+        for resource_class, objs in keys.items():
+            deletes.setdefault(resource_class, []).extend(objs)
+    if backend == "ovn":
+        subnets = dict((n, net.subnet) for n, net in after.items())
+        result.batch = cluster.build_batch(view, upserts, deletes, topology, subnets,
+                                           cluster.read_gateways(view))
+    else:
+        for state_, table in (("merged", upserts), ("deleted", deletes)):
+            if table.get(Bridge):
+                result.batch.add(plan(Bridge(), validate_config(Bridge(), table[Bridge], state_),
+                                      state_, view))
+    for name in declared:
+        result.record(name, current[name].network.config() if name in current else None,
+                      after[name].config())
+    for name in deleting:
+        result.record(name, current[name].network.config(), None)
+    return result
+
+
+def _cross_checks(view, after, topology, backend):
+    """Overlaps and clashes among what will exist; each names both sides."""
+    problems = []
+    named = [("network " + name, net.subnet) for name, net in sorted(after.items())]
+    if topology is not None:
+        named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
+        for node, gateway in sorted(cluster.read_gateways(view).items()):
+            named.append(("the external network of node %s" % node, gateway.external_net))
+    try:
+        cluster.check_no_overlap(named)
+    except ValidationError as exc:
+        problems.extend(exc.problems)
+    providers = {}
+    for name, net in sorted(after.items()):
+        if net.provider:
+            if net.provider in providers:
+                problems.append("network %s: provider %s is already network %s's" % (
+                    name, net.provider, providers[net.provider]))
+            providers[net.provider] = name
+    return problems
+
+
+def _safety(current, after, declared, deleting):
+    """Changes that would strand ports; refused unless ``force``."""
+    problems = []
+    for name in declared:
+        cur = current.get(name)
+        if cur is None:
+            continue
+        new = after[name]
+        outside = ["%s (%s)" % (port, ip) for ip, port in sorted(cur.used().items())
+                   if ip.version == 4 and ip not in new.subnet]
+        if outside:
+            problems.append("network %s: the subnet %s would leave ports outside it: %s; "
+                            "set force: true to change it anyway" % (name, new.subnet, ", ".join(outside)))
+        holder = cur.used().get(new.gateway)
+        if holder and new.gateway != cur.network.gateway:
+            problems.append("network %s: the gateway %s is held by port %s; "
+                            "set force: true to move it anyway" % (name, new.gateway, holder))
+    for name in deleting:
+        ports = [port for port, _a, _i in current[name].ports]
+        if ports:
+            problems.append("network %s still has ports: %s; delete them first, or set force: true" % (
+                name, ", ".join(ports)))
+    return problems

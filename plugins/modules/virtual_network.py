@@ -1,0 +1,311 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: virtual_network
+short_description: Create, update, delete and query virtual networks
+version_added: 0.1.0
+description:
+  - The seed design's CreateVL, UpdateVL, DeleteVL and QueryVL calls, for many networks in one task.
+  - With the V(ovn) backend a network is a logical switch whose C(other_config:subnet) and
+    C(exclude_ips) let OVN hand out addresses, attached to the cluster's distributed router
+    (M(ovn4nfv.k8s.cluster_topology)) through a router port that holds the gateway address.
+    Routes and SNAT on every node gateway (M(ovn4nfv.k8s.node_gateway)) follow in the same
+    transaction.
+  - With the V(ovs) backend a network is a plain OVS bridge on the node, for networks that need no
+    overlay; the O(config[].vlan) is applied to the ports attached to it.
+  - V(auto) picks a backend the same way every time and says which in RV(backends)
+    V(ovn) when the northbound database answers and holds the cluster topology, otherwise V(ovs)
+    when the local OVS database answers.
+  - Before anything is written, every network is checked, and each failure names the objects in
+    conflict. Subnets may not overlap each other, the join subnet or the gateways' external
+    networks. A gateway lies inside its subnet and outside its exclude ranges. Exclude ranges lie
+    inside the subnet. The MTU fits O(underlay_mtu) minus the Geneve overhead.
+  - An update that would strand ports, such as a subnet that no longer holds their addresses or
+    a gateway moved onto a port's address, is refused and names the ports. So is deleting a
+    network that still has ports. O(force=true) overrides both.
+author:
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
+options:
+  config:
+    description:
+      - The networks.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description:
+          - The network's name; for the V(ovn) backend also its logical switch's.
+        type: str
+        required: true
+      subnet:
+        description:
+          - IPv4 subnet, as a CIDR. Required for a new network.
+        type: str
+      gateway:
+        description:
+          - The gateway address. Defaults to the first host of O(config[].subnet).
+        type: str
+      exclude_ips:
+        description:
+          - Addresses never handed out; single addresses or C(a..b) ranges inside the subnet.
+        type: list
+        elements: str
+      mtu:
+        description:
+          - MTU of the pods' interfaces on this network, 576-9216.
+        type: int
+      dns:
+        description:
+          - DNS servers the pods on this network receive.
+        type: list
+        elements: str
+      routes:
+        description:
+          - Routes the pods on this network receive.
+        type: list
+        elements: dict
+        suboptions:
+          dst:
+            description:
+              - Destination, as a CIDR.
+            type: str
+            required: true
+          gw:
+            description:
+              - Next hop inside the subnet. Defaults to the network's gateway.
+            type: str
+      provider:
+        description:
+          - The Multus attachment whose addresses this network serves, V(<nad>.<namespace>) or
+            V(<nad>.<namespace>.ovn). The watcher and the IPAM plugin find networks by it.
+        type: str
+      backend:
+        description:
+          - Which backend realises the network.
+        type: str
+        choices: [ovn, ovs, auto]
+        default: auto
+      bridge:
+        description:
+          - The OVS bridge of an V(ovs) network. Defaults to C(br-<name>), cut to 15 characters.
+        type: str
+      vlan:
+        description:
+          - The VLAN of an V(ovs) network, 1-4094.
+        type: int
+  force:
+    description:
+      - Apply updates that strand ports, and delete networks that still have ports.
+    type: bool
+    default: false
+  underlay_mtu:
+    description:
+      - MTU of the underlay the overlay runs on; when given, each V(ovn) network's O(config[].mtu)
+        must fit it minus 58 bytes of Geneve overhead.
+    type: int
+  ovs_db:
+    description:
+      - The local Open vSwitch database, for V(ovs) networks and for V(auto) discovery.
+    type: str
+    default: unix:/var/run/openvswitch/db.sock
+  ovs_datapath_type:
+    description:
+      - Datapath type of the bridges of V(ovs) networks.
+    type: str
+    choices: [system, netdev]
+    default: system
+extends_documentation_fragment:
+  - ovn4nfv.k8s.ovsdb
+  - ovn4nfv.k8s.ovsdb.NB
+  - ovn4nfv.k8s.ovsdb.RESOURCE
+  - ovn4nfv.k8s.ovsdb.ATTRIBUTES
+"""
+
+EXAMPLES = r"""
+- name: The cluster topology networks attach to
+  ovn4nfv.k8s.cluster_topology:
+    config:
+      join_subnet: 100.64.1.0/24
+
+- name: Two networks for network functions
+  ovn4nfv.k8s.virtual_network:
+    underlay_mtu: 1500
+    config:
+      - name: ovn-ls-25
+        subnet: 172.16.25.0/24
+        exclude_ips: [172.16.25.200..172.16.25.254]
+        mtu: 1400
+        routes:
+          - dst: 10.20.0.0/16
+      - name: macvlan-net
+        subnet: 172.16.30.0/24
+        provider: macvlan.default
+
+- name: Query them
+  ovn4nfv.k8s.virtual_network:
+    state: gathered
+  register: networks
+"""
+
+RETURN = r"""
+before:
+  description: The networks this task changes, as they were.
+  returned: when O(state) is not V(gathered) or V(rendered)
+  type: list
+  elements: dict
+  sample: []
+after:
+  description: The networks this task changes, as they are now (in check mode, as they would be).
+  returned: when O(state) is not V(gathered) or V(rendered)
+  type: list
+  elements: dict
+  sample: [{"name": "ovn-ls-25", "subnet": "172.16.25.0/24", "gateway": "172.16.25.1", "backend": "ovn"}]
+operations:
+  description: What was done (in check mode, what would be done); first a line per network, then
+    a line per OVN or OVS object.
+  returned: when O(state) is not V(gathered)
+  type: list
+  elements: str
+  sample: ["create virtual_network ovn-ls-25: backend='ovn'; gateway='172.16.25.1'; subnet='172.16.25.0/24'"]
+gathered:
+  description: The networks with their settings, the number of addresses in use and free, and
+    their ports with their addresses.
+  returned: when O(state=gathered)
+  type: list
+  elements: dict
+  sample: [{"name": "ovn-ls-25", "subnet": "172.16.25.0/24", "gateway": "172.16.25.1", "backend": "ovn",
+            "addresses_in_use": 1, "addresses_free": 252,
+            "ports": [{"name": "default_web_net0", "addresses": ["dynamic"]}]}]
+rendered:
+  description: The OVSDB operations V(merged) would perform, as RFC 7047 C(transact) operations.
+  returned: when O(state=rendered)
+  type: list
+  elements: dict
+  sample: [{"op": "insert", "table": "Logical_Switch", "uuid-name": "row1", "row": {"name": "ovn-ls-25"}}]
+backends:
+  description: Which backend each network of the task went to, and why V(auto) chose as it did.
+  returned: always
+  type: dict
+  sample: {"networks": {"ovn-ls-25": "ovn"}, "auto": "ovn: the northbound database at
+           unix:/var/run/ovn/ovnnb_db.sock answers and holds the cluster topology"}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import (
+    composite_result, connect_or_none, connection_argument_spec, fail, require_libraries)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cluster, virtual_network as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import Ovn4nfvError, ValidationError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import (
+    DEFAULT_NB_DB, DEFAULT_OVS_DB, NB_SCHEMA, OVS_SCHEMA)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.reconcile import (
+    STATES, WRITE_STATES, CompositePlan, View, execute, planning_state)
+
+OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
+
+
+def main():
+    spec = dict(
+        config=dict(type="list", elements="dict", options=dict(
+            name=dict(type="str", required=True),
+            subnet=dict(type="str"),
+            gateway=dict(type="str"),
+            exclude_ips=dict(type="list", elements="str"),
+            mtu=dict(type="int"),
+            dns=dict(type="list", elements="str"),
+            routes=dict(type="list", elements="dict", options=dict(
+                dst=dict(type="str", required=True),
+                gw=dict(type="str"),
+            )),
+            provider=dict(type="str"),
+            backend=dict(type="str", choices=["ovn", "ovs", "auto"], default="auto"),
+            bridge=dict(type="str"),
+            vlan=dict(type="int"),
+        )),
+        state=dict(type="str", default="merged", choices=list(STATES)),
+        force=dict(type="bool", default=False),
+        underlay_mtu=dict(type="int"),
+        ovs_db=dict(type="str", default=DEFAULT_OVS_DB),
+        ovs_datapath_type=dict(type="str", choices=["system", "netdev"], default="system"),
+    )
+    spec.update(connection_argument_spec(DEFAULT_NB_DB))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
+                           required_if=[("state", s, ("config",)) for s in ("merged", "replaced", "rendered")])
+    require_libraries(module)
+    params = module.params
+    state = params["state"]
+    mode = planning_state(state)
+    try:
+        items = [("config[%d]" % i, vn.check_format(item, "config[%d]" % i))
+                 for i, item in enumerate(params["config"] or [])]
+        names = [item["name"] for _where, item in items]
+        twice = sorted(set(n for n in names if names.count(n) > 1))
+        if twice:
+            raise ValidationError("config: networks declared twice: %s" % ", ".join(twice))
+    except ValidationError as exc:
+        fail(module, exc)
+
+    databases, auto_reason, ovs_error = {}, None, None
+    try:
+        nb, nb_error = connect_or_none(module, "db", cluster.TABLES, NB_SCHEMA)
+        if nb is not None:
+            databases["ovn"] = nb
+        wanted = set(item.get("backend", "auto") for _where, item in items) or {"auto"}
+        if "ovs" in wanted or "auto" in wanted or state == "gathered":
+            ovs, ovs_error = connect_or_none(module, "ovs_db", OVS_TABLES, OVS_SCHEMA)
+            if ovs is not None:
+                databases["ovs"] = ovs
+        if "auto" in wanted:
+            has_topology = nb is not None and nb.read(
+                lambda idl: cluster.read_topology(View(idl)) is not None)
+            if has_topology:
+                auto, auto_reason = "ovn", "ovn: the northbound database at %s answers and holds " \
+                    "the cluster topology" % params["db"]
+            elif "ovs" in databases:
+                auto, auto_reason = "ovs", "ovs: %s; the local OVS database at %s answers" % (
+                    nb_error or "the northbound database holds no cluster topology",
+                    params["ovs_db"])
+            else:
+                raise Ovn4nfvError("backend auto: no backend answers. ovn: %s. ovs: %s" % (
+                    nb_error or "no cluster topology", ovs_error))
+        groups = {}
+        for where, item in items:
+            backend = item.get("backend") if item.get("backend") in vn.BACKENDS else auto
+            groups.setdefault(backend, []).append((where, item))
+        if not items:
+            groups = dict((b, []) for b in (databases if state == "gathered" else [auto]))
+        plans, backends = [], {}
+        for backend, group in sorted(groups.items()):
+            if backend not in databases:
+                raise Ovn4nfvError("backend %s: its database does not answer: %s" % (
+                    backend, nb_error if backend == "ovn" else ovs_error))
+            write = state in WRITE_STATES and not module.check_mode
+            plans.append(execute(databases[backend], lambda view, g=group, b=backend: vn.plan_networks(
+                view, g, mode, b, params["force"], params["underlay_mtu"], params["ovs_datapath_type"]),
+                write))
+            backends.update((item["name"], backend) for _where, item in group)
+    except Ovn4nfvError as exc:
+        fail(module, exc)
+    finally:
+        for database in databases.values():
+            database.close()
+
+    combined = CompositePlan("virtual_network")
+    for one in plans:
+        combined.batch.plans.extend(one.batch.plans)
+        combined.changes.extend(one.changes)
+        combined.gathered.extend(one.gathered)
+    result = composite_result(module, combined, state)
+    result["backends"] = {"networks": backends, "auto": auto_reason}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
