@@ -1,0 +1,175 @@
+"""A real OVN data plane on one machine, for tests and benchmarks.
+
+The *node* is a network namespace in which a real ``ovs-vswitchd`` (the
+userspace ``netdev`` datapath) and ``ovn-controller`` run, against the
+databases of a :class:`sandbox.Sandbox`. *Pods* and the *external host*
+are further namespaces joined to the node by veth pairs. Nothing is
+created in the root namespace, and :meth:`Node.stop` removes every
+namespace and daemon, also after a failure.
+
+Traffic in the tests goes only between these namespaces.
+"""
+
+import os
+import subprocess
+import uuid
+
+from sandbox import Sandbox
+
+
+def ip(*args, netns=None, check=True):
+    cmd = (["ip", "netns", "exec", netns] if netns else []) + list(args)
+    return subprocess.run(cmd, check=check, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=60)
+
+
+class Node:
+    """One chassis in a namespace, with its databases."""
+
+    def __init__(self, chassis="chassis1", physnet="physnet-ext", external_bridge="br-ex"):
+        self.tag = uuid.uuid4().hex[:6]
+        self.ns = "o4n-%s-node" % self.tag
+        self.namespaces = []
+        self.chassis = chassis
+        self.physnet = physnet
+        self.external_bridge = external_bridge
+        self.box = Sandbox(vswitchd=False)
+        try:
+            self._add_ns(self.ns)
+            env = self.box.env
+            self.box.pidfiles.append(os.path.join(self.box.dir, "ovs-vswitchd.pid"))
+            self.run_in_node("ovs-vswitchd", self.box.ovs_db, "--detach", "--no-chdir",
+                             "--pidfile=%s/ovs-vswitchd.pid" % self.box.dir,
+                             "--unixctl=%s/ovs-vswitchd.ctl" % self.box.dir,
+                             "--log-file=%s/ovs-vswitchd.log" % self.box.dir, env=env)
+        except Exception:
+            self.stop()
+            raise
+
+    # -- namespaces ---------------------------------------------------------
+    def _add_ns(self, name):
+        ip("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        ip("ip", "link", "set", "lo", "up", netns=name)
+
+    def run_in_node(self, *args, env=None, check=True, timeout=60):
+        result = subprocess.run(["ip", "netns", "exec", self.ns] + list(args), check=False,
+                                env=env or self.box.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise RuntimeError("%s failed (%d): %s" % (args[0], result.returncode,
+                                                      result.stderr.strip()[-2000:]))
+        return result
+
+    def start_controller(self):
+        """Start ovn-controller in the node; it creates br-int (netdev)."""
+        self.box.pidfiles.append(os.path.join(self.box.dir, "ovn-controller.pid"))
+        self.run_in_node("ovn-controller", self.box.ovs_db, "--detach", "--no-chdir",
+                         "--pidfile=%s/ovn-controller.pid" % self.box.dir,
+                         "--log-file=%s/ovn-controller.log" % self.box.dir)
+
+    def wait_hv(self, timeout=60):
+        """Block until ovn-controller has applied every NB change so far (an
+        event from the databases, not a sleep)."""
+        self.box.run("ovn-nbctl", "--db=" + self.box.nb_db, "--timeout=%d" % timeout,
+                     "--wait=hv", "sync", timeout=timeout + 5)
+
+    def attach(self, name, bridge, mac, cidr, gateway=None, iface_id=None, routes=()):
+        """A namespace ``o4n-<tag>-<name>`` with ``eth0`` (MAC, address,
+        default route), whose peer ``<name>-h`` is a port of ``bridge``.
+        Returns the namespace's name."""
+        netns = "o4n-%s-%s" % (self.tag, name)
+        self._add_ns(netns)
+        host = "%s-h" % name
+        self.run_in_node("ip", "link", "add", host, "type", "veth", "peer", "name", "eth0",
+                         "netns", netns)
+        self.run_in_node("ip", "link", "set", host, "up")
+        ip("ip", "link", "set", "eth0", "address", mac, netns=netns)
+        ip("ip", "addr", "add", cidr, "dev", "eth0", netns=netns)
+        ip("ip", "link", "set", "eth0", "up", netns=netns)
+        # The userspace datapath drops partial checksums read from a veth.
+        ip("ethtool", "-K", "eth0", "tx", "off", netns=netns)
+        if gateway:
+            ip("ip", "route", "add", "default", "via", gateway, netns=netns)
+        for dst, via in routes:
+            ip("ip", "route", "add", dst, "via", via, netns=netns)
+        args = ["ovs-vsctl", "--db=" + self.box.ovs_db, "add-port", bridge, host]
+        if iface_id:
+            args += ["--", "set", "interface", host, "external_ids:iface-id=" + iface_id]
+        self.box.run(*args)
+        return netns
+
+    def log_errors(self):
+        """Lines the daemons logged at ERR or EMER level: a test ends by
+        checking there are none it did not expect."""
+        found = []
+        for name in sorted(os.listdir(self.box.dir)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.box.dir, name)) as handle:
+                    found += ["%s: %s" % (name, line.strip()) for line in handle
+                              if "|ERR|" in line or "|EMER|" in line]
+        return found
+
+    def stop(self):
+        self.box.stop()
+        for name in reversed(self.namespaces):
+            ip("ip", "netns", "delete", name, check=False)
+        self.namespaces = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+
+def ping(netns, address, count=3, wait=2):
+    """True when ``address`` answers from ``netns``; bounded by count and wait."""
+    return ip("ping", "-n", "-c", str(count), "-W", str(wait), "-i", "0.2", address,
+              netns=netns, check=False).returncode == 0
+
+
+TCP_SERVER = r"""
+import socket, sys
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((sys.argv[1], int(sys.argv[2])))
+srv.listen(1)
+srv.settimeout(float(sys.argv[3]))
+print("listening", flush=True)
+conn, peer = srv.accept()
+conn.settimeout(5)
+data = conn.recv(100)
+conn.sendall(b"pong:" + data)
+conn.close()
+print(peer[0], flush=True)
+"""
+
+TCP_CLIENT = r"""
+import socket, sys
+conn = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[3]))
+conn.sendall(b"ping")
+print(conn.recv(100).decode())
+"""
+
+
+def tcp_exchange(server_ns, client_ns, address, port, timeout=10):
+    """Run a one-shot TCP server in ``server_ns`` and a client in
+    ``client_ns``. Returns (client's reply, source address the server saw),
+    or (None, None) when no connection was made within ``timeout``."""
+    server = subprocess.Popen(["ip", "netns", "exec", server_ns, "python3", "-c", TCP_SERVER,
+                               address, str(port), str(timeout)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+    try:
+        assert server.stdout.readline().strip() == "listening"
+        client = ip("python3", "-c", TCP_CLIENT, address, str(port), str(timeout),
+                    netns=client_ns, check=False)
+        out, _err = server.communicate(timeout=timeout + 5)
+        if client.returncode != 0:
+            return None, None
+        return client.stdout.strip(), out.strip().splitlines()[-1]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(5)

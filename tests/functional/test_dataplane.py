@@ -1,0 +1,96 @@
+"""Virtual networks carry real traffic: two pods on two networks talk
+through the distributed router, a pod reaches an external host through the
+node gateway with SNAT, and a deleted network stops carrying traffic.
+
+ovs-vswitchd (userspace datapath) and ovn-controller run in a namespace
+that is the node; pods and the external host are namespaces of their own.
+Everything OVN and OVS is built with the collection's core, as the
+modules would build it.
+"""
+
+import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
+    cluster, ovn_resources, ovs_resources, ovsdb, reconcile, virtual_network as vn)
+
+from dataplane import Node, ping, tcp_exchange
+
+EXTERNAL_HOST = "192.168.50.1"
+GATEWAY_IP = "192.168.50.12"
+
+
+def nb(node, compute):
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+        return reconcile.execute(db, compute, write=True)
+
+
+def ovs(node, resource, config):
+    with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, resource.tables) as db:
+        return reconcile.reconcile(resource, config, "merged", db)
+
+
+def networks(items, state="merged", force=False):
+    checked = [("config[%d]" % i, vn.check_format(x, "config[%d]" % i)) for i, x in enumerate(items)]
+    return lambda view: vn.plan_networks(view, checked, state, "ovn", force)
+
+
+@pytest.fixture(scope="module")
+def cluster_node():
+    node = Node()
+    try:
+        ovs(node, ovs_resources.Chassis(), [{
+            "system_id": node.chassis, "ovn_remote": node.box.sb_db, "encap_type": ["geneve"],
+            "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev",
+            "bridge_mappings": {node.physnet: node.external_bridge}}])
+        ovs(node, ovs_resources.Bridge(), [{"name": node.external_bridge, "datapath_type": "netdev"}])
+        node.start_controller()
+        nb(node, lambda v: cluster.plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"))
+        nb(node, lambda v: cluster.plan_gateways(v, [("config[0]", {
+            "node": node.chassis, "external_ip": GATEWAY_IP + "/24",
+            "external_gateway": EXTERNAL_HOST})], "merged"))
+        nb(node, networks([{"name": "net1", "subnet": "172.16.1.0/24"},
+                           {"name": "net2", "subnet": "172.16.2.0/24"}]))
+        with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA,
+                            ovn_resources.LogicalSwitchPort.tables) as db:
+            reconcile.reconcile(ovn_resources.LogicalSwitchPort(), [
+                {"name": "pod-a", "switch": "net1", "addresses": ["0a:00:00:00:01:0a 172.16.1.10"]},
+                {"name": "pod-b", "switch": "net2", "addresses": ["0a:00:00:00:02:0a 172.16.2.10"]},
+            ], "merged", db)
+        node.wait_hv()
+        node.pod_a = node.attach("pa", "br-int", "0a:00:00:00:01:0a", "172.16.1.10/24",
+                                 gateway="172.16.1.1", iface_id="pod-a")
+        node.pod_b = node.attach("pb", "br-int", "0a:00:00:00:02:0a", "172.16.2.10/24",
+                                 gateway="172.16.2.1", iface_id="pod-b")
+        node.external = node.attach("ext", node.external_bridge, "0a:00:00:00:50:01",
+                                    EXTERNAL_HOST + "/24")
+        node.wait_hv()
+        yield node
+        assert node.log_errors() == [], "the daemons logged errors"
+    finally:
+        node.stop()
+
+
+def test_pods_on_two_networks_ping_and_talk_tcp(cluster_node):
+    assert ping(cluster_node.pod_a, "172.16.2.10"), "pod-a cannot reach pod-b across the router"
+    reply, source = tcp_exchange(cluster_node.pod_b, cluster_node.pod_a, "172.16.2.10", 8080)
+    assert reply == "pong:ping"
+    assert source == "172.16.1.10", "routed, not translated, between networks"
+
+
+def test_pod_reaches_external_host_through_the_gateway_with_snat(cluster_node):
+    assert ping(cluster_node.pod_a, EXTERNAL_HOST), "pod-a cannot reach the external host"
+    reply, source = tcp_exchange(cluster_node.external, cluster_node.pod_b, EXTERNAL_HOST, 9000)
+    assert reply == "pong:ping"
+    assert source == GATEWAY_IP, "the external host must see the gateway's address (SNAT)"
+
+
+def test_a_deleted_network_carries_no_traffic(cluster_node):
+    """Runs last in this module: it deletes net1 (forced: pod-a is on it)."""
+    assert ping(cluster_node.pod_a, "172.16.2.10")
+    plan = nb(cluster_node, networks([{"name": "net1"}], state="deleted", force=True))
+    assert "delete virtual_network net1" in plan.operations()
+    cluster_node.wait_hv()
+    assert not ping(cluster_node.pod_a, "172.16.2.10", count=2, wait=1)
+    assert not ping(cluster_node.pod_a, EXTERNAL_HOST, count=2, wait=1)
+    nat = cluster_node.box.nbctl("lr-nat-list", "gr-" + cluster_node.chassis)
+    assert "172.16.1.0/24" not in nat and "172.16.2.0/24" in nat
