@@ -326,6 +326,15 @@ def read_network_subnets(view):
     return out
 
 
+def external_networks(gateways):
+    """(description, subnet) of each distinct external network: the nodes'
+    gateways normally share one, which is no overlap."""
+    seen = {}
+    for node, gateway in sorted(gateways.items()):
+        seen.setdefault(gateway.external_net, node)
+    return [("the external network of node %s" % node, net) for net, node in seen.items()]
+
+
 def check_no_overlap(named_subnets):
     """``named_subnets`` is a list of (description, IPNetwork). Every pair
     that overlaps is reported, naming both."""
@@ -458,11 +467,7 @@ def plan_gateways(view, items, state, force=False):
     networks = read_network_subnets(view)
     named = [("network " + n, net) for n, net in sorted(networks.items())]
     named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
-    externals = {}
-    for node, gateway in sorted(after.items()):
-        if gateway.external_net not in externals.values():
-            named.append(("the external network of node %s" % node, gateway.external_net))
-        externals[node] = gateway.external_net
+    named.extend(external_networks(after))
     owners = {}
     for node, gateway in sorted(after.items()):
         if gateway.external_ip in owners:

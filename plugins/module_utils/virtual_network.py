@@ -358,8 +358,7 @@ def _cross_checks(view, after, topology, backend):
     named = [("network " + name, net.subnet) for name, net in sorted(after.items())]
     if topology is not None:
         named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
-        for node, gateway in sorted(cluster.read_gateways(view).items()):
-            named.append(("the external network of node %s" % node, gateway.external_net))
+        named.extend(cluster.external_networks(cluster.read_gateways(view)))
     try:
         cluster.check_no_overlap(named)
     except ValidationError as exc:

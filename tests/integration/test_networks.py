@@ -1,0 +1,162 @@
+"""cluster_topology, node_gateway and virtual_network through ansible-playbook,
+against real daemons: create, re-run, check mode, update, every refusal,
+forced delete, overridden, query, the OVS backend and auto discovery."""
+
+from playbook import run_playbook
+from sandbox import rows_from_json, stable_dump
+
+NETS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.200..172.16.1.250"]},
+        {"name": "net2", "subnet": "172.16.2.0/24", "provider": "macvlan.default"}]
+
+
+def tasks(box):
+    nb, ovs = box.nb_db, box.ovs_db
+
+    def dump(name):
+        return {"name": name, "ansible.builtin.command": {"argv": ["ovsdb-client", "dump", nb]},
+                "changed_when": False}
+
+    def table(name, table_name):
+        return {"name": name, "ansible.builtin.command": {
+            "argv": ["ovsdb-client", "-f", "json", "dump", nb, "OVN_Northbound", table_name]},
+            "changed_when": False}
+
+    def vnet(name, config, state="merged", check=False, fail=False, **extra):
+        args = {"config": config, "state": state, "db": nb, "ovs_db": ovs, "ovs_datapath_type": "netdev"}
+        args.update(extra)
+        task = {"name": name, "ovn4nfv.k8s.virtual_network": args}
+        if check:
+            task["check_mode"] = True
+        if fail:
+            task["ignore_errors"] = True
+        return task
+
+    gateways = [{"node": "w1", "external_ip": "192.168.50.12/24", "external_gateway": "192.168.50.1"},
+                {"node": "w2", "external_ip": "192.168.50.13/24", "external_gateway": "192.168.50.1"}]
+    return [
+        dump("dump0"),
+        {"name": "topo_check", "check_mode": True,
+         "ovn4nfv.k8s.cluster_topology": {"config": {"join_subnet": "100.64.1.0/24"}, "db": nb}},
+        dump("dump1"),
+        {"name": "topo", "ovn4nfv.k8s.cluster_topology": {"config": {"join_subnet": "100.64.1.0/24"}, "db": nb}},
+        {"name": "topo_again", "ovn4nfv.k8s.cluster_topology": {"config": {"join_subnet": "100.64.1.0/24"},
+                                                                "db": nb}},
+        {"name": "gw", "ovn4nfv.k8s.node_gateway": {"config": gateways, "db": nb}},
+        {"name": "gw_again", "ovn4nfv.k8s.node_gateway": {"config": gateways, "db": nb}},
+        dump("dump2"),
+        vnet("net_check", NETS, check=True),
+        dump("dump3"),
+        vnet("net", NETS),
+        vnet("net_again", NETS),
+        vnet("net_again_check", NETS, check=True),
+        table("nat_after_create", "NAT"),
+        vnet("net_update", [{"name": "net1", "mtu": 1400, "dns": ["172.16.1.53"], "gateway": "172.16.1.254",
+                             "routes": [{"dst": "10.20.0.0/16"}]}]),
+        vnet("net_update_again", [{"name": "net1", "mtu": 1400, "dns": ["172.16.1.53"],
+                                   "gateway": "172.16.1.254", "routes": [{"dst": "10.20.0.0/16"}]}]),
+        table("switches_after_update", "Logical_Switch"),
+        {"name": "pod_port", "ovn4nfv.k8s.ovn_logical_switch_port": {"db": nb, "config": [
+            {"name": "pod1", "switch": "net1", "addresses": ["0a:00:00:00:00:32 172.16.1.50"]}]}},
+        dump("dump4"),
+        vnet("refuse_shrink", [{"name": "net1", "subnet": "172.16.1.0/27", "exclude_ips": [], "routes": [],
+                                "gateway": "172.16.1.1"}], fail=True),
+        vnet("refuse_gateway", [{"name": "net1", "gateway": "172.16.1.50"}], fail=True),
+        vnet("refuse_delete", [{"name": "net1"}], state="deleted", fail=True),
+        {"name": "refuse_topology_delete", "ignore_errors": True,
+         "ovn4nfv.k8s.cluster_topology": {"state": "deleted", "db": nb}},
+        dump("dump5"),
+        vnet("gathered", [], state="gathered"),
+        vnet("rendered", [{"name": "net9", "subnet": "172.16.9.0/24"}], state="rendered"),
+        dump("dump6"),
+        vnet("force_delete", [{"name": "net1"}], state="deleted", force=True),
+        vnet("delete_again", [{"name": "net1"}], state="deleted"),
+        table("nat_after_delete", "NAT"),
+        {"name": "foreign_switch", "ansible.builtin.command": {
+            "argv": ["ovn-nbctl", "--db=" + nb, "ls-add", "foreign"]}},
+        vnet("override", [{"name": "net3", "subnet": "172.16.3.0/24"}], state="overridden"),
+        vnet("override_again", [{"name": "net3", "subnet": "172.16.3.0/24"}], state="overridden"),
+        table("switches_after_override", "Logical_Switch"),
+        {"name": "gw_delete", "ovn4nfv.k8s.node_gateway": {"config": [{"node": "w2"}], "state": "deleted",
+                                                           "db": nb}},
+        table("nat_after_gw_delete", "NAT"),
+        vnet("ovs_net", [{"name": "ovsnet", "subnet": "10.50.0.0/24", "backend": "ovs", "vlan": 100}]),
+        vnet("ovs_net_again", [{"name": "ovsnet", "subnet": "10.50.0.0/24", "backend": "ovs", "vlan": 100}]),
+        {"name": "ovs_bridge", "ansible.builtin.command": {
+            "argv": ["ovs-vsctl", "--db=" + ovs, "get", "bridge", "br-ovsnet", "external_ids"]},
+            "changed_when": False},
+        vnet("auto_falls_back_to_ovs", [{"name": "ovsnet2", "subnet": "10.51.0.0/24"}],
+             db="unix:/nonexistent/nb.sock", timeout=2),
+    ]
+
+
+def nat_pairs(result):
+    return sorted((n["external_ip"], n["logical_ip"]) for n in rows_from_json(result["stdout"]))
+
+
+def test_networks_topology_and_gateways(sandbox, collections_path):
+    r, proc = run_playbook(collections_path, tasks(sandbox))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+
+    # topology and gateways: check mode writes nothing, re-runs change nothing
+    assert r["topo_check"]["changed"] and r["topo_check"]["diff"]["after"]
+    assert r["dump0"]["stdout"] == r["dump1"]["stdout"]
+    assert r["topo"]["changed"] and not r["topo_again"]["changed"]
+    assert r["gw"]["changed"] and not r["gw_again"]["changed"]
+    assert [g["join_ip"] for g in r["gw"]["after"]] == ["100.64.1.2", "100.64.1.3"]
+
+    # networks: check mode, create, idempotence
+    assert r["net_check"]["changed"] and set(r["net_check"]["diff"]["after"]) == {"net1", "net2"}
+    assert stable_dump(r["dump2"]["stdout"]) == stable_dump(r["dump3"]["stdout"])
+    assert r["net"]["changed"] and r["net"]["backends"]["networks"] == {"net1": "ovn", "net2": "ovn"}
+    assert r["net"]["backends"]["auto"].startswith("ovn:")
+    assert not r["net_again"]["changed"] and not r["net_again_check"]["changed"]
+    # SNAT of every network on every gateway, without a gateway task
+    assert nat_pairs(r["nat_after_create"]) == [
+        ("192.168.50.12", "172.16.1.0/24"), ("192.168.50.12", "172.16.2.0/24"),
+        ("192.168.50.13", "172.16.1.0/24"), ("192.168.50.13", "172.16.2.0/24")]
+
+    # update in place
+    assert r["net_update"]["changed"] and not r["net_update_again"]["changed"]
+    net1 = [s for s in rows_from_json(r["switches_after_update"]["stdout"]) if s["name"] == "net1"][0]
+    assert net1["other_config"]["exclude_ips"] == "172.16.1.200..172.16.1.250 172.16.1.254"
+    assert net1["external_ids"]["ovn4nfv-mtu"] == "1400"
+    assert net1["external_ids"]["ovn4nfv-gateway"] == "172.16.1.254/24"
+
+    # refusals name the port in the way, and write nothing
+    assert r["refuse_shrink"]["failed"] and "pod1 (172.16.1.50)" in r["refuse_shrink"]["msg"]
+    assert r["refuse_gateway"]["failed"] and "held by port pod1" in r["refuse_gateway"]["msg"]
+    assert r["refuse_delete"]["failed"] and "still has ports: pod1" in r["refuse_delete"]["msg"]
+    assert r["refuse_topology_delete"]["failed"]
+    assert "network net1" in r["refuse_topology_delete"]["msg"]
+    assert stable_dump(r["dump4"]["stdout"]) == stable_dump(r["dump5"]["stdout"])
+
+    # query: usage and ports
+    gathered = dict((n["name"], n) for n in r["gathered"]["gathered"])
+    assert gathered["net1"]["ports"] == [{"name": "pod1", "addresses": ["0a:00:00:00:00:32 172.16.1.50"]}]
+    assert gathered["net1"]["addresses_in_use"] == 1
+    # 254 hosts - 51 excluded - the gateway - pod1
+    assert gathered["net1"]["addresses_free"] == 254 - 51 - 1 - 1
+    assert gathered["net2"]["provider"] == "macvlan.default"
+
+    # rendered writes nothing
+    assert r["rendered"]["rendered"] and not r["rendered"]["changed"]
+    assert stable_dump(r["dump5"]["stdout"]) == stable_dump(r["dump6"]["stdout"])
+
+    # forced delete takes the network's SNAT with it
+    assert r["force_delete"]["changed"] and not r["delete_again"]["changed"]
+    assert ("192.168.50.12", "172.16.1.0/24") not in nat_pairs(r["nat_after_delete"])
+
+    # overridden: owned networks not listed go, a foreign switch stays
+    assert r["override"]["changed"] and not r["override_again"]["changed"]
+    names = set(s["name"] for s in rows_from_json(r["switches_after_override"]["stdout"]))
+    assert {"net3", "foreign"} <= names and "net2" not in names
+
+    # deleting a gateway removes its SNAT, and the others' stay
+    assert nat_pairs(r["nat_after_gw_delete"]) == [("192.168.50.12", "172.16.3.0/24")]
+
+    # the OVS backend, and auto falling back to it when the NB does not answer
+    assert r["ovs_net"]["changed"] and not r["ovs_net_again"]["changed"]
+    assert 'ovn4nfv-vlan="100"' in r["ovs_bridge"]["stdout"]
+    auto = r["auto_falls_back_to_ovs"]
+    assert auto["backends"]["networks"] == {"ovsnet2": "ovs"}
+    assert auto["backends"]["auto"].startswith("ovs:") and "unix:/nonexistent/nb.sock" in auto["backends"]["auto"]
