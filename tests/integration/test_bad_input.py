@@ -10,6 +10,8 @@ import shlex
 
 import pytest
 
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
+    cluster, ovsdb, reconcile, virtual_network as vn)
 from playbook import run_playbook
 from sandbox import Sandbox, stable_dump
 
@@ -161,9 +163,94 @@ CASES = [
      {"config": [{"name": "s"}], "db": "central.example:6641"}, None, ["db", "central.example:6641"]),
     ("ssl_remote_without_key", "ovn_logical_switch",
      {"config": [{"name": "s"}], "db": "ssl:127.0.0.1:6641"}, None, ["private_key", "ssl"]),
+    # virtual networks, topology and gateways (a network netA 172.16.1.0/24 with
+    # port podA at 172.16.1.50, gateway w1 at 192.168.50.12/24, join 100.64.1.0/24)
+    ("vn_subnets_overlap_each_other", "virtual_network",
+     {"config": [{"name": "n1", "subnet": "172.30.0.0/16"}, {"name": "n2", "subnet": "172.30.5.0/24"}]}, NB,
+     ["network n1 (172.30.0.0/16) overlaps network n2 (172.30.5.0/24)"]),
+    ("vn_subnet_overlaps_existing", "virtual_network",
+     {"config": [{"name": "n3", "subnet": "172.16.1.128/25"}]}, NB, ["netA (172.16.1.0/24)", "n3"]),
+    ("vn_subnet_overlaps_join", "virtual_network",
+     {"config": [{"name": "n4", "subnet": "100.64.1.0/25"}]}, NB, ["n4", "join subnet", "100.64.1.0/24"]),
+    ("vn_subnet_overlaps_external", "virtual_network",
+     {"config": [{"name": "n5", "subnet": "192.168.50.0/25"}]}, NB, ["n5", "external network of node w1"]),
+    ("vn_gateway_outside_subnet", "virtual_network",
+     {"config": [{"name": "n6", "subnet": "172.31.0.0/24", "gateway": "172.31.1.1"}]}, NB,
+     ["config[0].gateway", "172.31.1.1", "172.31.0.0/24"]),
+    ("vn_gateway_inside_excludes", "virtual_network",
+     {"config": [{"name": "n7", "subnet": "172.31.2.0/24", "exclude_ips": ["172.31.2.1..172.31.2.10"]}]}, NB,
+     ["config[0].gateway", "172.31.2.1", "exclude_ips"]),
+    ("vn_exclude_outside_subnet", "virtual_network",
+     {"config": [{"name": "n8", "subnet": "172.31.3.0/24", "exclude_ips": ["172.31.4.5"]}]}, NB,
+     ["config[0].exclude_ips[0]", "172.31.4.5", "172.31.3.0/24"]),
+    ("vn_delete_with_ports", "virtual_network",
+     {"config": [{"name": "netA"}], "state": "deleted"}, NB, ["netA", "podA", "force"]),
+    ("vn_shrink_under_used_addresses", "virtual_network",
+     {"config": [{"name": "netA", "subnet": "172.16.1.0/27"}]}, NB, ["netA", "172.16.1.0/27", "podA (172.16.1.50)"]),
+    ("vn_gateway_onto_a_port", "virtual_network",
+     {"config": [{"name": "netA", "gateway": "172.16.1.50"}]}, NB, ["netA", "172.16.1.50", "podA"]),
+    ("vn_unknown_backend", "virtual_network",
+     {"config": [{"name": "n9", "subnet": "172.31.9.0/24", "backend": "vpp"}]}, NB, ["backend", "vpp"]),
+    ("vn_mtu_over_underlay", "virtual_network",
+     {"config": [{"name": "n10", "subnet": "172.31.10.0/24", "mtu": 1500}], "underlay_mtu": 1500}, NB,
+     ["config[0].mtu", "1500", "1442"]),
+    ("vn_mtu_out_of_range", "virtual_network",
+     {"config": [{"name": "n11", "subnet": "172.31.11.0/24", "mtu": 100}]}, NB, ["config[0].mtu", "100"]),
+    ("vn_bad_provider", "virtual_network",
+     {"config": [{"name": "n12", "subnet": "172.31.12.0/24", "provider": "Mac_vlan"}]}, NB,
+     ["config[0].provider", "Mac_vlan"]),
+    ("vn_provider_taken", "virtual_network",
+     {"config": [{"name": "n13", "subnet": "172.31.13.0/24", "provider": "mv.default"},
+                 {"name": "n14", "subnet": "172.31.14.0/24", "provider": "mv.default"}]}, NB,
+     ["n14", "mv.default", "n13"]),
+    ("vn_vlan_on_ovn_backend", "virtual_network",
+     {"config": [{"name": "n15", "subnet": "172.31.15.0/24", "backend": "ovn", "vlan": 100}]}, NB,
+     ["config[0].vlan", "100"]),
+    ("vn_route_gateway_off_subnet", "virtual_network",
+     {"config": [{"name": "n16", "subnet": "172.31.16.0/24", "routes": [{"dst": "10.0.0.0/8", "gw": "172.99.0.1"}]}]},
+     NB, ["config[0].routes[0].gw", "172.99.0.1"]),
+    ("vn_new_network_without_subnet", "virtual_network",
+     {"config": [{"name": "n17"}]}, NB, ["config[0].subnet", "new network"]),
+    ("vn_declared_twice", "virtual_network",
+     {"config": [{"name": "n18", "subnet": "172.31.18.0/24"}, {"name": "n18", "subnet": "172.31.19.0/24"}]}, NB,
+     ["twice", "n18"]),
+    ("vn_bad_name", "virtual_network",
+     {"config": [{"name": "bad net", "subnet": "172.31.20.0/24"}]}, NB, ["config[0].name", "bad net"]),
+    ("gw_next_hop_off_the_external_network", "node_gateway",
+     {"config": [{"node": "w9", "external_ip": "192.168.60.5/24", "external_gateway": "192.168.61.1"}]}, NB,
+     ["config[0].external_gateway", "192.168.61.1"]),
+    ("gw_external_overlaps_a_network", "node_gateway",
+     {"config": [{"node": "w9", "external_ip": "172.16.1.200/24", "external_gateway": "172.16.1.1"}]}, NB,
+     ["external network of node", "overlaps", "netA"]),
+    ("gw_join_ip_outside_join_subnet", "node_gateway",
+     {"config": [{"node": "w9", "external_ip": "192.168.50.19/24", "external_gateway": "192.168.50.1",
+                  "join_ip": "10.0.0.5"}]}, NB, ["w9", "join_ip", "10.0.0.5"]),
+    ("gw_external_ip_taken", "node_gateway",
+     {"config": [{"node": "w9", "external_ip": "192.168.50.12/24", "external_gateway": "192.168.50.1"}]}, NB,
+     ["192.168.50.12", "w1"]),
+    ("gw_without_external_ip", "node_gateway",
+     {"config": [{"node": "w9", "external_gateway": "192.168.50.1"}]}, NB, ["config[0].external_ip", "required"]),
+    ("topology_renumbered_under_networks", "cluster_topology",
+     {"config": {"join_subnet": "100.65.0.0/24"}}, NB, ["100.65.0.0/24", "network netA", "node gateway w1"]),
+    ("topology_deleted_under_networks", "cluster_topology",
+     {"state": "deleted"}, NB, ["network netA", "force"]),
     ("zero_timeout", "ovn_logical_switch",
      {"config": [{"name": "s"}], "timeout": 0}, NB, ["timeout", "0"]),
 ]
+
+
+def build_cluster(box):
+    """A topology, one gateway, one network with one port on it."""
+    with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+        for compute in (
+                lambda v: cluster.plan_topology(v, {}, "merged"),
+                lambda v: cluster.plan_gateways(v, [("c", {"node": "w1", "external_ip": "192.168.50.12/24",
+                                                           "external_gateway": "192.168.50.1"})], "merged"),
+                lambda v: vn.plan_networks(v, [("c", vn.check_format(
+                    {"name": "netA", "subnet": "172.16.1.0/24", "provider": "a.default"}, "c"))],
+                    "merged", "ovn")):
+            reconcile.execute(db, compute, write=True)
+    box.nbctl("lsp-add", "netA", "podA", "--", "lsp-set-addresses", "podA", "0a:00:00:00:00:32 172.16.1.50")
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +268,7 @@ def catalogue(collections_path):
         box.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev")
         box.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath_type=netdev")
         box.vsctl("add-port", "br0", "p-on-br0", "--", "set", "interface", "p-on-br0", "type=internal")
+        build_cluster(box)
         box.nbctl("--wait=sb", "sync")
         dump = " && ".join(" ".join(shlex.quote(a) for a in cmd)
                            for cmd in box.dump_commands("nb") + box.dump_commands("ovs"))
@@ -189,6 +277,8 @@ def catalogue(collections_path):
             args = dict(args)
             if db is not None:
                 args.setdefault("db", box.nb_db if db == NB else box.ovs_db)
+            if module == "virtual_network":
+                args.setdefault("ovs_db", box.ovs_db)
             tasks.append({"name": case_id, "ovn4nfv.k8s." + module: args, "ignore_errors": True})
             tasks.append({"name": "dump_" + case_id, "ansible.builtin.shell": dump,
                           "changed_when": False})
@@ -212,3 +302,5 @@ def test_bad_input(catalogue, case_id, module, args, db, expected):
 
 def test_catalogue_size():
     assert len(CASES) >= 25
+    networks = [c for c in CASES if c[1] in ("virtual_network", "node_gateway", "cluster_topology")]
+    assert len(networks) >= 15
