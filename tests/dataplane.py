@@ -57,8 +57,8 @@ class Node:
                                 env=env or self.box.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
         if check and result.returncode != 0:
-            raise RuntimeError("%s failed (%d): %s" % (args[0], result.returncode,
-                                                      result.stderr.strip()[-2000:]))
+            raise RuntimeError("%s failed (%d): %s" % (
+                args[0], result.returncode, result.stderr.strip()[-2000:]))
         return result
 
     def start_controller(self):

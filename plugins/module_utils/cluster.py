@@ -347,16 +347,17 @@ def check_no_overlap(named_subnets):
         raise ValidationError(problems)
 
 
-def build_batch(view, upserts, deletes, topology, networks, gateways):
-    """One batch: upserts parents first, then the wiring, then deletions
-    children first. ``upserts``/``deletes`` map resource classes to items."""
+def build_batch(view, upserts, deletes, topology, networks, gateways, wire=True):
+    """One batch: upserts parents first, then the wiring (unless ``wire`` is
+    false, for a caller that wires once at the end), then deletions children
+    first. ``upserts``/``deletes`` map resource classes to items."""
     batch = Batch()
     for resource_class in ORDER:
         items = upserts.get(resource_class)
         if items:
             batch.add(plan(resource_class(), _validated(resource_class, items, "merged"),
                            "merged", view))
-    if topology is not None:
+    if topology is not None and wire:
         for resource_class, items in wiring_items(topology, networks, gateways).items():
             resource = resource_class()
             batch.add(plan(resource, _validated(resource_class, items, "overridden"), "overridden",
@@ -384,10 +385,12 @@ def _attached(view, topology):
     return names
 
 
-def plan_topology(view, item, state, force=False):
-    """Plan the distributed router and join switch (one object)."""
+def plan_topology(view, item, state, force=False, wire=True):
+    """Plan the distributed router and join switch (one object). The plan's
+    ``topology`` is the topology as it will be."""
     result = CompositePlan("cluster_topology")
     current = read_topology(view)
+    result.topology = current
     if state == "gathered":
         result.gathered = [current.config()] if current else []
         return result
@@ -420,8 +423,9 @@ def plan_topology(view, item, state, force=False):
         if current.join_switch != topology.join_switch:
             deletes[LogicalSwitch] = [{"name": current.join_switch}]
     result.batch = build_batch(view, topology.items(), deletes, topology, read_network_subnets(view),
-                               read_gateways(view))
+                               read_gateways(view), wire)
     result.record("cluster", current.config() if current else None, topology.config())
+    result.topology = topology
     return result
 
 
@@ -429,15 +433,18 @@ GATEWAY_OPTIONS = ("node", "chassis", "external_ip", "external_gateway", "physne
                    "vlan", "external_mac")
 
 
-def plan_gateways(view, items, state, force=False):
-    """Plan node gateways; ``items`` are (where, raw item) pairs."""
+def plan_gateways(view, items, state, topology=None, wire=True):
+    """Plan node gateways; ``items`` are (where, raw item) pairs. A caller
+    that plans the topology in the same batch passes it as ``topology``.
+    The plan's ``gateways`` are the gateways as they will be."""
     result = CompositePlan("node_gateway")
     current = read_gateways(view)
+    result.gateways = current
     if state == "gathered":
         wanted = set(item["node"] for _where, item in items)
         result.gathered = [g.config() for n, g in sorted(current.items()) if not wanted or n in wanted]
         return result
-    topology = require_topology(view)
+    topology = topology or require_topology(view)
     problems, declared, deleting = [], {}, []
     for where, item in items:
         node = item.get("node")
@@ -487,7 +494,8 @@ def plan_gateways(view, items, state, force=False):
     for node in deleting:
         for resource_class, objs in current[node].object_keys().items():
             deletes.setdefault(resource_class, []).extend(objs)
-    result.batch = build_batch(view, upserts, deletes, topology, networks, after)
+    result.batch = build_batch(view, upserts, deletes, topology, networks, after, wire)
+    result.gateways = after
     for node in sorted(declared):
         result.record(node, current[node].config() if node in current else None,
                       after[node].config())

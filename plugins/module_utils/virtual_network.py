@@ -281,12 +281,13 @@ def status(current):
 
 
 def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
-                  datapath_type="system"):
+                  datapath_type="system", topology=None, gateways=None):
     """Plan ``items`` (from :func:`check_format`) of one backend against ``view``.
 
     ``backend`` is ``ovn`` (``view`` is the NB) or ``ovs`` (the local OVS
-    database). Raises ValidationError naming every problem; nothing is
-    written before that.
+    database). A caller that plans the topology or gateways in the same
+    batch passes them. Raises ValidationError naming every problem; nothing
+    is written before that.
     """
     result = CompositePlan("virtual_network")
     current = read_networks(view) if backend == "ovn" else read_ovs_networks(view)
@@ -295,7 +296,9 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
         result.gathered = [status(cur) for name, cur in sorted(current.items())
                            if not wanted or name in wanted]
         return result
-    topology = cluster.require_topology(view) if backend == "ovn" else None
+    if backend == "ovn":
+        topology = topology or cluster.require_topology(view)
+        gateways = cluster.read_gateways(view) if gateways is None else gateways
     problems = []
     after = dict((name, cur.network) for name, cur in current.items())
     declared, deleting = [], []
@@ -317,7 +320,7 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
                         if n not in declared and cur.owned and n not in deleting)
     for name in deleting:
         after.pop(name, None)
-    problems.extend(_cross_checks(view, after, topology, backend))
+    problems.extend(_cross_checks(after, topology, gateways))
     if not force:
         problems.extend(_safety(current, after, declared, deleting))
     if problems:
@@ -337,13 +340,13 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
             deletes.setdefault(resource_class, []).extend(objs)
     if backend == "ovn":
         subnets = dict((n, net.subnet) for n, net in after.items())
-        result.batch = cluster.build_batch(view, upserts, deletes, topology, subnets,
-                                           cluster.read_gateways(view))
+        result.batch = cluster.build_batch(view, upserts, deletes, topology, subnets, gateways)
     else:
         for state_, table in (("merged", upserts), ("deleted", deletes)):
             if table.get(Bridge):
                 result.batch.add(plan(Bridge(), validate_config(Bridge(), table[Bridge], state_),
                                       state_, view))
+    result.networks = after
     for name in declared:
         result.record(name, current[name].network.config() if name in current else None,
                       after[name].config())
@@ -352,13 +355,13 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
     return result
 
 
-def _cross_checks(view, after, topology, backend):
+def _cross_checks(after, topology, gateways):
     """Overlaps and clashes among what will exist; each names both sides."""
     problems = []
     named = [("network " + name, net.subnet) for name, net in sorted(after.items())]
     if topology is not None:
         named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
-        named.extend(cluster.external_networks(cluster.read_gateways(view)))
+        named.extend(cluster.external_networks(gateways))
     try:
         cluster.check_no_overlap(named)
     except ValidationError as exc:

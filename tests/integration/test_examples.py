@@ -10,11 +10,15 @@ from playbook import run_playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# Examples build on each other: bridges before ports, switches and routers
-# before their ports, routes and NAT.
-ORDER = ["ovs_bridge", "ovs_port", "ovn_chassis", "ovs_info",
-         "ovn_logical_switch", "ovn_logical_router", "ovn_logical_switch_port",
-         "ovn_logical_router_port", "ovn_static_route", "ovn_nat", "ovn_info"]
+# Examples build on each other within a group: bridges before ports,
+# switches and routers before their ports, routes and NAT; the topology
+# before gateways and networks. The two groups tell separate stories (both
+# declare ovn-ls-25, differently) and run on separate daemons.
+BUILDING_BLOCKS = ["ovs_bridge", "ovs_port", "ovn_chassis", "ovs_info",
+                   "ovn_logical_switch", "ovn_logical_router", "ovn_logical_switch_port",
+                   "ovn_logical_router_port", "ovn_static_route", "ovn_nat", "ovn_info"]
+CLUSTER = ["cluster_topology", "node_gateway", "virtual_network", "cluster_network"]
+ORDER = BUILDING_BLOCKS + CLUSTER
 
 
 def examples(module):
@@ -32,13 +36,18 @@ def test_every_module_is_in_the_order():
     assert sorted(ORDER) == modules
 
 
-def test_examples_run_and_are_idempotent(sandbox, collections_path):
+def example_tasks(modules):
     tasks = []
-    for module in ORDER:
+    for module in modules:
         for index, task in enumerate(examples(module)):
             task = dict(task)
             task["name"] = "%s #%d: %s" % (module, index, task["name"])
             tasks.append(task)
+    return tasks
+
+
+def run_twice(sandbox, collections_path, tasks):
+    """Run ``tasks`` twice; the second run must change nothing."""
     defaults = {"group/ovn4nfv.k8s.ovs": {"db": sandbox.ovs_db},
                 "group/ovn4nfv.k8s.ovn_nb": {"db": sandbox.nb_db}}
     first, proc = run_playbook(collections_path, tasks, module_defaults=defaults)
@@ -49,6 +58,20 @@ def test_examples_run_and_are_idempotent(sandbox, collections_path):
     assert proc.returncode == 0, proc.stdout[-4000:]
     changed = [name for name, r in second.items() if r.get("changed")]
     assert changed == [], "examples are not idempotent: %s" % changed
+    return defaults
+
+
+def test_cluster_examples_run_and_are_idempotent(sandbox, collections_path):
+    run_twice(sandbox, collections_path, example_tasks(CLUSTER))
+    nets = dict((n["name"], n) for n in sandbox.rows("nb", "Logical_Switch")
+                if n["external_ids"].get("ovn4nfv-network"))
+    assert set(nets) == {"ovn-ls-25", "ovn-ls-26", "macvlan-net"}
+    nat = sandbox.rows("nb", "NAT")
+    assert len(nat) == 2 * 3, "each of two gateways SNATs each of three networks"
+
+
+def test_examples_run_and_are_idempotent(sandbox, collections_path):
+    defaults = run_twice(sandbox, collections_path, example_tasks(BUILDING_BLOCKS))
 
     info = [dict(name="ovs", **{"ovn4nfv.k8s.ovs_info": {}}),
             dict(name="nb", **{"ovn4nfv.k8s.ovn_info": {}}),
