@@ -25,6 +25,17 @@ except ImportError as exc:  # pragma: no cover - exercised by ansible-test
     NETADDR_IMPORT_ERROR = exc
 
 
+def _with_prefix(value, field, what):
+    """``value`` as an ``IPNetwork``; the prefix length must be written."""
+    text = str(value).strip()
+    try:
+        if "/" not in text:
+            raise ValueError("no prefix length")
+        return netaddr.IPNetwork(text)
+    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
+        raise ValidationError("%s: %r is not a valid %s (%s)" % (field, value, what, exc))
+
+
 def parse_cidr(value, field, version=None):
     """Return ``value`` as an ``IPNetwork`` in canonical form.
 
@@ -32,13 +43,7 @@ def parse_cidr(value, field, version=None):
     (``10.0.0.0/24``); host bits set (``10.0.0.5/24``) are refused, since
     an operator who writes them almost always meant something else.
     """
-    text = str(value).strip()
-    try:
-        if "/" not in text:
-            raise ValueError("no prefix length")
-        net = netaddr.IPNetwork(text)
-    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
-        raise ValidationError("%s: %r is not a valid CIDR (%s)" % (field, value, exc))
+    net = _with_prefix(value, field, "CIDR")
     if version and net.version != version:
         raise ValidationError("%s: %r is not an IPv%d CIDR" % (field, value, version))
     if net.ip != net.network:
@@ -64,13 +69,7 @@ def parse_ip_interface(value, field):
     Returns ``(IPAddress, IPNetwork)``; unlike :func:`parse_cidr` the host
     bits are the point here.
     """
-    text = str(value).strip()
-    try:
-        if "/" not in text:
-            raise ValueError("no prefix length")
-        net = netaddr.IPNetwork(text)
-    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
-        raise ValidationError("%s: %r is not a valid IP/prefix (%s)" % (field, value, exc))
+    net = _with_prefix(value, field, "IP/prefix")
     return net.ip, net
 
 

@@ -212,7 +212,7 @@ def _from_records(name, ids, subnet, backend, bridge=None):
         int(ids[K_VLAN]) if ids.get(K_VLAN) else None)
 
 
-class Current:
+class NetworkState:
     """A network as it is: its settings, and the ports on it."""
 
     def __init__(self, network, ports, owned):
@@ -237,7 +237,7 @@ def _port_ips(port):
 
 
 def read_networks(view):
-    """``{name: Current}`` of the OVN networks in the NB."""
+    """``{name: NetworkState}`` of the OVN networks in the NB."""
     out = {}
     for row in view.rows("Logical_Switch"):
         ids = row.external_ids
@@ -247,12 +247,12 @@ def read_networks(view):
         network = _from_records(row.name, ids, subnet, "ovn")
         ports = [(p.name, list(p.addresses), _port_ips(p)) for p in row.ports
                  if p.name != network.switch_port]
-        out[row.name] = Current(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
+        out[row.name] = NetworkState(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
     return out
 
 
 def read_ovs_networks(view):
-    """``{name: Current}`` of the OVS-backend networks on this node."""
+    """``{name: NetworkState}`` of the OVS-backend networks on this node."""
     out = {}
     for row in view.rows("Bridge"):
         ids = row.external_ids
@@ -263,7 +263,7 @@ def read_ovs_networks(view):
         network = _from_records(name, ids, subnet, "ovs", bridge=row.name)
         ports = [(p.name, ["vlan %s" % p.tag[0]] if p.tag else [], []) for p in row.ports
                  if p.name != row.name]
-        out[name] = Current(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
+        out[name] = NetworkState(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
     return out
 
 
