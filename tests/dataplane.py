@@ -74,7 +74,8 @@ class Node:
         self.box.run("ovn-nbctl", "--db=" + self.box.nb_db, "--timeout=%d" % timeout,
                      "--wait=hv", "sync", timeout=timeout + 5)
 
-    def attach(self, name, bridge, mac, cidr, gateway=None, iface_id=None, routes=()):
+    def attach(self, name, bridge, mac, cidr, gateway=None, iface_id=None, routes=(), cidr6=None,
+               gateway6=None):
         """A namespace ``o4n-<tag>-<name>`` with ``eth0`` (MAC, address,
         default route), whose peer ``<name>-h`` is a port of ``bridge``.
         Returns the namespace's name."""
@@ -86,11 +87,15 @@ class Node:
         self.run_in_node("ip", "link", "set", host, "up")
         ip("ip", "link", "set", "eth0", "address", mac, netns=netns)
         ip("ip", "addr", "add", cidr, "dev", "eth0", netns=netns)
+        if cidr6:
+            ip("ip", "-6", "addr", "add", cidr6, "dev", "eth0", "nodad", netns=netns)
         ip("ip", "link", "set", "eth0", "up", netns=netns)
         # The userspace datapath drops partial checksums read from a veth.
         ip("ethtool", "-K", "eth0", "tx", "off", netns=netns)
         if gateway:
             ip("ip", "route", "add", "default", "via", gateway, netns=netns)
+        if gateway6:
+            ip("ip", "-6", "route", "add", "default", "via", gateway6, netns=netns)
         for dst, via in routes:
             ip("ip", "route", "add", dst, "via", via, netns=netns)
         args = ["ovs-vsctl", "--db=" + self.box.ovs_db, "add-port", bridge, host]
@@ -124,8 +129,10 @@ class Node:
 
 
 def ping(netns, address, count=3, wait=2):
-    """True when ``address`` answers from ``netns``; bounded by count and wait."""
-    return ip("ping", "-n", "-c", str(count), "-W", str(wait), "-i", "0.2", address,
+    """True when ``address`` (IPv4 or IPv6) answers from ``netns``; bounded
+    by count and wait."""
+    family = "-6" if ":" in address else "-4"
+    return ip("ping", family, "-n", "-c", str(count), "-W", str(wait), "-i", "0.2", address,
               netns=netns, check=False).returncode == 0
 
 

@@ -52,6 +52,20 @@ def parse_cidr(value, field, version=None):
     return net.cidr
 
 
+def ipv6_prefix(value, field):
+    """OVN's ``ipv6_prefix`` (``fd00:1::``) from a /64 written either way.
+
+    OVN builds each port's IPv6 address from the prefix and the port's MAC
+    (EUI-64), so only a /64 works.
+    """
+    text = str(value).strip()
+    net = parse_cidr(text if "/" in text else text + "/64", field, version=6)
+    if net.prefixlen != 64:
+        raise ValidationError("%s: %r is a /%d; OVN assigns IPv6 addresses in a /64 only" % (
+            field, value, net.prefixlen))
+    return str(net.network)
+
+
 def parse_ip(value, field, version=None):
     """Return ``value`` as an ``IPAddress``; a prefix is not allowed."""
     try:

@@ -341,7 +341,7 @@ def check_no_overlap(named_subnets):
     problems = []
     for index, (name_a, net_a) in enumerate(named_subnets):
         for name_b, net_b in named_subnets[index + 1:]:
-            if net_a.first <= net_b.last and net_b.first <= net_a.last:
+            if net_a.version == net_b.version and net_a.first <= net_b.last and net_b.first <= net_a.last:
                 problems.append("%s (%s) overlaps %s (%s)" % (name_a, net_a, name_b, net_b))
     if problems:
         raise ValidationError(problems)

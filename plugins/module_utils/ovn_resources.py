@@ -49,7 +49,8 @@ class LogicalSwitch(Resource):
         Field("subnet", column="other_config", kind="mapkey", key="subnet"),
         Field("exclude_ips", column="other_config", kind="mapkey", key="exclude_ips",
               to_db=addressing.exclude_ips_to_ovn, from_db=addressing.exclude_ips_from_ovn),
-        Field("other_config", kind="map", exclude_keys=("subnet", "exclude_ips")),
+        Field("ipv6_prefix", column="other_config", kind="mapkey", key="ipv6_prefix"),
+        Field("other_config", kind="map", exclude_keys=("subnet", "exclude_ips", "ipv6_prefix")),
         _external_ids(),
     )
 
@@ -58,7 +59,7 @@ class LogicalSwitch(Resource):
         _check_maps(item, where, ("other_config", "external_ids"))
         if state == "deleted":
             return item
-        for reserved in ("subnet", "exclude_ips"):
+        for reserved in ("subnet", "exclude_ips", "ipv6_prefix"):
             if reserved in (item.get("other_config") or {}):
                 raise ValidationError(
                     "%s.other_config: set %r with the %s option, not in other_config" % (
@@ -70,6 +71,8 @@ class LogicalSwitch(Resource):
         if "exclude_ips" in item:
             item["exclude_ips"] = addressing.parse_exclude_ips(
                 item["exclude_ips"], subnet, where + ".exclude_ips")
+        if "ipv6_prefix" in item:
+            item["ipv6_prefix"] = addressing.ipv6_prefix(item["ipv6_prefix"], where + ".ipv6_prefix")
         return item
 
     def check(self, item, where, view, current, state):

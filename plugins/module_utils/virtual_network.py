@@ -34,10 +34,12 @@ BACKENDS = ("ovn", "ovs")
 # Outer IPv4 (20) + UDP (8) + Geneve (8) + OVN's option (8) + inner Ethernet (14).
 GENEVE_OVERHEAD = 58
 _PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?$")
-OPTIONS = ("name", "subnet", "gateway", "exclude_ips", "mtu", "dns", "routes", "provider",
-           "backend", "bridge", "vlan")
+OPTIONS = ("name", "subnet", "gateway", "subnet6", "gateway6", "exclude_ips", "mtu", "dns",
+           "routes", "provider", "backend", "bridge", "vlan")
 
 K_GATEWAY = "ovn4nfv-gateway"
+K_GATEWAY6 = "ovn4nfv-gateway6"
+K_SUBNET6 = "ovn4nfv-subnet6"
 K_EXCLUDE = "ovn4nfv-exclude-ips"
 K_MTU = "ovn4nfv-mtu"
 K_DNS = "ovn4nfv-dns"
@@ -52,10 +54,12 @@ class Network:
     """A complete, checked network."""
 
     def __init__(self, name, subnet, gateway, backend, exclude_ips=(), mtu=None, dns=(),
-                 routes=(), provider=None, bridge=None, vlan=None):
+                 routes=(), provider=None, bridge=None, vlan=None, subnet6=None, gateway6=None):
         self.name = name
         self.subnet = subnet
         self.gateway = gateway
+        self.subnet6 = subnet6      # an IPv6 /64, or None for an IPv4-only network
+        self.gateway6 = gateway6
         self.backend = backend
         self.exclude_ips = list(exclude_ips)
         self.mtu = mtu
@@ -68,6 +72,8 @@ class Network:
     def config(self):
         out = {"name": self.name, "subnet": str(self.subnet), "gateway": str(self.gateway),
                "backend": self.backend}
+        if self.subnet6 is not None:
+            out.update(subnet6=str(self.subnet6), gateway6=str(self.gateway6))
         for option in ("exclude_ips", "mtu", "dns", "routes", "provider", "bridge", "vlan"):
             value = getattr(self, option)
             if value not in (None, [], ()):
@@ -77,6 +83,10 @@ class Network:
     @property
     def gateway_cidr(self):
         return "%s/%d" % (self.gateway, self.subnet.prefixlen)
+
+    @property
+    def gateway6_cidr(self):
+        return "%s/%d" % (self.gateway6, self.subnet6.prefixlen) if self.subnet6 is not None else None
 
     @property
     def router_port(self):
@@ -92,6 +102,7 @@ class Network:
             cluster.NETWORK_KEY: self.name,
             K_BACKEND: self.backend,
             K_GATEWAY: self.gateway_cidr,
+            K_GATEWAY6: self.gateway6_cidr,
             K_EXCLUDE: " ".join(self.exclude_ips) or None,
             K_MTU: str(self.mtu) if self.mtu else None,
             K_DNS: ",".join(self.dns) or None,
@@ -104,10 +115,12 @@ class Network:
         return {
             LogicalSwitch: [{"name": self.name, "subnet": str(self.subnet),
                              "exclude_ips": self.exclude_ips + [str(self.gateway)],
+                             "ipv6_prefix": str(self.subnet6.network) if self.subnet6 is not None else None,
                              "external_ids": self.records()}],
             LogicalRouterPort: [{"name": self.router_port, "router": topology.router,
                                  "mac": addressing.mac_from_name(self.router_port),
-                                 "networks": [self.gateway_cidr], "external_ids": mark}],
+                                 "networks": [n for n in (self.gateway_cidr, self.gateway6_cidr) if n],
+                                 "external_ids": mark}],
             LogicalSwitchPort: [{"name": self.switch_port, "switch": self.name, "type": "router",
                                  "addresses": ["router"],
                                  "options": {"router-port": self.router_port},
@@ -121,7 +134,8 @@ class Network:
 
     def ovs_item(self, datapath_type):
         records = self.records()
-        records.update({K_SUBNET: str(self.subnet), K_VLAN: str(self.vlan) if self.vlan else None})
+        records.update({K_SUBNET: str(self.subnet), K_VLAN: str(self.vlan) if self.vlan else None,
+                        K_SUBNET6: str(self.subnet6) if self.subnet6 is not None else None})
         return {"name": self.bridge, "datapath_type": datapath_type, "external_ids": records}
 
 
@@ -138,6 +152,11 @@ def check_format(item, where):
         out["subnet"] = addressing.parse_cidr(out["subnet"], where + ".subnet", version=4)
     if "gateway" in out:
         out["gateway"] = addressing.parse_ip(out["gateway"], where + ".gateway", version=4)
+    if "subnet6" in out:
+        out["subnet6"] = addressing.parse_cidr(
+            addressing.ipv6_prefix(out["subnet6"], where + ".subnet6") + "/64", where + ".subnet6")
+    if "gateway6" in out:
+        out["gateway6"] = addressing.parse_ip(out["gateway6"], where + ".gateway6", version=6)
     if "mtu" in out:
         in_range(out["mtu"], 576, 9216, where + ".mtu")
     for index, server in enumerate(out.get("dns") or []):
@@ -158,10 +177,13 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
     base = current.config() if (merge and current is not None) else {}
     cfg = dict(base)
     cfg.update(given)
-    if current is not None and merge and "subnet" in given and "gateway" not in given:
-        old_gateway = addressing.parse_ip(base["gateway"], "gateway")
-        if old_gateway not in given["subnet"]:
-            cfg.pop("gateway")
+    for subnet_key, gateway_key in (("subnet", "gateway"), ("subnet6", "gateway6")):
+        # a gateway the new subnet does not hold follows the subnet to its default
+        if current is not None and merge and subnet_key in given and gateway_key not in given \
+                and base.get(gateway_key):
+            old_gateway = addressing.parse_ip(base[gateway_key], gateway_key)
+            if old_gateway not in given[subnet_key]:
+                cfg.pop(gateway_key)
     if "subnet" not in cfg:
         raise ValidationError("%s.subnet: a new network needs a subnet" % where)
     subnet = addressing.parse_cidr(cfg["subnet"], where + ".subnet", version=4)
@@ -190,6 +212,16 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
         hop = addressing.parse_ip(route.get("gw") or gateway, field + ".gw", version=4)
         addressing.require_inside(hop, subnet, field + ".gw", route.get("gw"))
         routes.append({"dst": str(dst), "gw": str(hop)})
+    subnet6 = gateway6 = None
+    if cfg.get("subnet6"):
+        subnet6 = addressing.parse_cidr(cfg["subnet6"], where + ".subnet6", version=6)
+        gateway6 = addressing.parse_ip(cfg.get("gateway6") or addressing.host(subnet6, 1),
+                                       where + ".gateway6", version=6)
+        if gateway6 not in subnet6 or gateway6 == subnet6.network:
+            raise ValidationError("%s.gateway6: %s is not a host address of the subnet %s" % (
+                where, gateway6, subnet6))
+    elif cfg.get("gateway6"):
+        raise ValidationError("%s.gateway6: %s needs a subnet6" % (where, cfg["gateway6"]))
     if backend == "ovn" and cfg.get("vlan"):
         raise ValidationError("%s.vlan: %r applies to the ovs backend only" % (where, cfg["vlan"]))
     bridge = None
@@ -198,18 +230,22 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
         interface_name(bridge, where + ".bridge")
     return Network(cfg["name"], subnet, gateway, backend, excludes, cfg.get("mtu"),
                    [str(addressing.parse_ip(d, "dns")) for d in cfg.get("dns") or []], routes,
-                   cfg.get("provider"), bridge, cfg.get("vlan"))
+                   cfg.get("provider"), bridge, cfg.get("vlan"), subnet6, gateway6)
 
 
-def _from_records(name, ids, subnet, backend, bridge=None):
+def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
     gateway = (ids.get(K_GATEWAY) or "").split("/")[0] or None
+    gateway6 = (ids.get(K_GATEWAY6) or "").split("/")[0] or None
+    if subnet6 is not None:
+        gateway6 = addressing.parse_ip(gateway6, name + " gateway6") if gateway6 else \
+            addressing.host(subnet6, 1)
     return Network(
         name, subnet, addressing.parse_ip(gateway, name + " gateway") if gateway else
         addressing.host(subnet, 1), backend, (ids.get(K_EXCLUDE) or "").split(),
         int(ids[K_MTU]) if ids.get(K_MTU) else None,
         [d for d in (ids.get(K_DNS) or "").split(",") if d],
         json.loads(ids[K_ROUTES]) if ids.get(K_ROUTES) else [], ids.get(K_PROVIDER), bridge,
-        int(ids[K_VLAN]) if ids.get(K_VLAN) else None)
+        int(ids[K_VLAN]) if ids.get(K_VLAN) else None, subnet6, gateway6)
 
 
 class NetworkState:
@@ -244,7 +280,10 @@ def read_networks(view):
         if not ids.get(cluster.NETWORK_KEY):
             continue
         subnet = addressing.parse_cidr(row.other_config.get("subnet"), "subnet of " + row.name)
-        network = _from_records(row.name, ids, subnet, "ovn")
+        prefix = row.other_config.get("ipv6_prefix")
+        subnet6 = addressing.parse_cidr(addressing.ipv6_prefix(prefix, "ipv6_prefix of " + row.name)
+                                        + "/64", "ipv6_prefix of " + row.name) if prefix else None
+        network = _from_records(row.name, ids, subnet, "ovn", subnet6=subnet6)
         ports = [(p.name, list(p.addresses), _port_ips(p)) for p in row.ports
                  if p.name != network.switch_port]
         out[row.name] = NetworkState(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
@@ -260,7 +299,8 @@ def read_ovs_networks(view):
             continue
         name = ids[cluster.NETWORK_KEY]
         subnet = addressing.parse_cidr(ids.get(K_SUBNET), "subnet of " + name)
-        network = _from_records(name, ids, subnet, "ovs", bridge=row.name)
+        subnet6 = addressing.parse_cidr(ids[K_SUBNET6], "subnet6 of " + name) if ids.get(K_SUBNET6) else None
+        network = _from_records(name, ids, subnet, "ovs", bridge=row.name, subnet6=subnet6)
         ports = [(p.name, ["vlan %s" % p.tag[0]] if p.tag else [], []) for p in row.ports
                  if p.name != row.name]
         out[name] = NetworkState(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
@@ -359,6 +399,8 @@ def _cross_checks(after, topology, gateways):
     """Overlaps and clashes among what will exist; each names both sides."""
     problems = []
     named = [("network " + name, net.subnet) for name, net in sorted(after.items())]
+    named += [("network %s (IPv6)" % name, net.subnet6) for name, net in sorted(after.items())
+              if net.subnet6 is not None]
     if topology is not None:
         named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
         named.extend(cluster.external_networks(gateways))
@@ -376,6 +418,16 @@ def _cross_checks(after, topology, gateways):
     return problems
 
 
+def _stranded(ip, new, old):
+    """Whether a port's address would fall outside the network's new subnets.
+    IPv6 addresses count only where the network handed out IPv6 before."""
+    if ip.version == 4:
+        return ip not in new.subnet
+    if old.subnet6 is None:
+        return False
+    return new.subnet6 is None or ip not in new.subnet6
+
+
 def _safety(current, after, declared, deleting):
     """Changes that would strand ports; refused unless ``force``."""
     problems = []
@@ -385,14 +437,15 @@ def _safety(current, after, declared, deleting):
             continue
         new = after[name]
         outside = ["%s (%s)" % (port, ip) for ip, port in sorted(cur.used().items())
-                   if ip.version == 4 and ip not in new.subnet]
+                   if _stranded(ip, new, cur.network)]
         if outside:
             problems.append("network %s: the subnet %s would leave ports outside it: %s; "
                             "set force: true to change it anyway" % (name, new.subnet, ", ".join(outside)))
-        holder = cur.used().get(new.gateway)
-        if holder and new.gateway != cur.network.gateway:
-            problems.append("network %s: the gateway %s is held by port %s; "
-                            "set force: true to move it anyway" % (name, new.gateway, holder))
+        for gateway, old in ((new.gateway, cur.network.gateway), (new.gateway6, cur.network.gateway6)):
+            holder = cur.used().get(gateway) if gateway is not None else None
+            if holder and gateway != old:
+                problems.append("network %s: the gateway %s is held by port %s; "
+                                "set force: true to move it anyway" % (name, gateway, holder))
     for name in deleting:
         ports = [port for port, _a, _i in current[name].ports]
         if ports:

@@ -40,9 +40,15 @@ options:
             C(a..b) ranges.
         type: list
         elements: str
+      ipv6_prefix:
+        description:
+          - IPv6 /64 from which C(ovn-northd) assigns dynamic IPv6 addresses (from each port's MAC),
+            as V(fd00:1::) or V(fd00:1::/64).
+        type: str
       other_config:
         description:
-          - Other C(other_config) keys. C(subnet) and C(exclude_ips) go in their own options.
+          - Other C(other_config) keys. C(subnet), C(exclude_ips) and C(ipv6_prefix) go in their own
+            options.
         type: dict
       external_ids:
         description:
@@ -127,6 +133,7 @@ OPTIONS = dict(
     name=dict(type="str", required=True),
     subnet=dict(type="str"),
     exclude_ips=dict(type="list", elements="str"),
+    ipv6_prefix=dict(type="str"),
     other_config=dict(type="dict"),
     external_ids=dict(type="dict"),
 )

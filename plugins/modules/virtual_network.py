@@ -52,6 +52,17 @@ options:
         description:
           - The gateway address. Defaults to the first host of O(config[].subnet).
         type: str
+      subnet6:
+        description:
+          - IPv6 /64 for a dual-stack network (V(ovn) backend; OVN derives each port's IPv6
+            address from the prefix and its MAC).
+          - The distributed router routes IPv6 between networks; traffic leaves through the node
+            gateways over IPv4 only.
+        type: str
+      gateway6:
+        description:
+          - The IPv6 gateway address. Defaults to the first host of O(config[].subnet6).
+        type: str
       exclude_ips:
         description:
           - Addresses never handed out; single addresses or C(a..b) ranges inside the subnet.
@@ -217,6 +228,8 @@ def main():
             name=dict(type="str", required=True),
             subnet=dict(type="str"),
             gateway=dict(type="str"),
+            subnet6=dict(type="str"),
+            gateway6=dict(type="str"),
             exclude_ips=dict(type="list", elements="str"),
             mtu=dict(type="int"),
             dns=dict(type="list", elements="str"),

@@ -48,19 +48,24 @@ def cluster_node():
         nb(node, lambda v: cluster.plan_gateways(v, [("config[0]", {
             "node": node.chassis, "external_ip": GATEWAY_IP + "/24",
             "external_gateway": EXTERNAL_HOST})], "merged"))
-        nb(node, networks([{"name": "net1", "subnet": "172.16.1.0/24"},
-                           {"name": "net2", "subnet": "172.16.2.0/24"}]))
+        nb(node, networks([{"name": "net1", "subnet": "172.16.1.0/24", "subnet6": "fd00:1::/64"},
+                           {"name": "net2", "subnet": "172.16.2.0/24", "subnet6": "fd00:2::/64"}]))
         with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA,
                             ovn_resources.LogicalSwitchPort.tables) as db:
             reconcile.reconcile(ovn_resources.LogicalSwitchPort(), [
-                {"name": "pod-a", "switch": "net1", "addresses": ["0a:00:00:00:01:0a 172.16.1.10"]},
-                {"name": "pod-b", "switch": "net2", "addresses": ["0a:00:00:00:02:0a 172.16.2.10"]},
+                {"name": "pod-a", "switch": "net1",
+                 "addresses": ["0a:00:00:00:01:0a 172.16.1.10 fd00:1::10"]},
+                {"name": "pod-b", "switch": "net2",
+                 "addresses": ["0a:00:00:00:02:0a 172.16.2.10 fd00:2::10"]},
+                {"name": "pod-c", "switch": "net1", "addresses": ["dynamic"]},
             ], "merged", db)
         node.wait_hv()
         node.pod_a = node.attach("pa", "br-int", "0a:00:00:00:01:0a", "172.16.1.10/24",
-                                 gateway="172.16.1.1", iface_id="pod-a")
+                                 gateway="172.16.1.1", iface_id="pod-a",
+                                 cidr6="fd00:1::10/64", gateway6="fd00:1::1")
         node.pod_b = node.attach("pb", "br-int", "0a:00:00:00:02:0a", "172.16.2.10/24",
-                                 gateway="172.16.2.1", iface_id="pod-b")
+                                 gateway="172.16.2.1", iface_id="pod-b",
+                                 cidr6="fd00:2::10/64", gateway6="fd00:2::1")
         node.external = node.attach("ext", node.external_bridge, "0a:00:00:00:50:01",
                                     EXTERNAL_HOST + "/24")
         node.wait_hv()
@@ -75,6 +80,17 @@ def test_pods_on_two_networks_ping_and_talk_tcp(cluster_node):
     reply, source = tcp_exchange(cluster_node.pod_b, cluster_node.pod_a, "172.16.2.10", 8080)
     assert reply == "pong:ping"
     assert source == "172.16.1.10", "routed, not translated, between networks"
+
+
+def test_dual_stack_pods_ping_over_ipv6(cluster_node):
+    assert ping(cluster_node.pod_a, "fd00:2::10"), "pod-a cannot reach pod-b over IPv6"
+
+
+def test_dynamic_port_gets_both_families_from_ovn(cluster_node):
+    port = [p for p in cluster_node.box.rows("nb", "Logical_Switch_Port") if p["name"] == "pod-c"][0]
+    mac, ipv4, ipv6 = port["dynamic_addresses"].split()
+    assert ipv4.startswith("172.16.1.") and ipv4 != "172.16.1.1"
+    assert ipv6.startswith("fd00:1::"), "ovn-northd assigns from the network's IPv6 prefix"
 
 
 def test_pod_reaches_external_host_through_the_gateway_with_snat(cluster_node):
