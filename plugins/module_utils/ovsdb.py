@@ -18,6 +18,7 @@ __metaclass__ = type
 import errno
 import os
 import re
+import threading
 import time
 
 from .errors import DatabaseUnreachable, TransactionFailed, ValidationError
@@ -177,10 +178,22 @@ def fetch_schema(parts, schema_name, deadline, remote):
 if HAS_OVSDBAPP:
     class _Idl(ovsdbapp_connection.OvsdbIdl):
         """ovsdbapp's IDL without its per-row ``sleep(0)``, which only helps
-        green threads and costs a millisecond per ten rows here."""
+        green threads and costs a millisecond per ten rows here, and with a
+        condition that every change from the server wakes."""
+
+        def __init__(self, *args, **kwargs):
+            super(_Idl, self).__init__(*args, **kwargs)
+            self.changed = threading.Condition()
+            self.events = 0
 
         def cooperative_yield(self):
             pass
+
+        def notify(self, event, row, updates=None):
+            super(_Idl, self).notify(event, row, updates)
+            with self.changed:
+                self.events += 1
+                self.changed.notify_all()
 
 
 class _FunctionCommand(_CommandBase):
@@ -266,6 +279,23 @@ class Database:
         except RuntimeError as exc:
             raise TransactionFailed("%s refused the transaction: %s" % (self.remote, exc))
         return command.result
+
+    def wait_for(self, predicate, timeout):
+        """Block until ``predicate(idl)`` is true, woken by the server's
+        updates (no polling); return its last value, falsy on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            # Never hold the condition while taking the connection lock: the
+            # IDL thread takes them in the other order.
+            with self.idl.changed:
+                seen = self.idl.events
+            value = self.read(predicate)
+            remaining = deadline - time.monotonic()
+            if value or remaining <= 0:
+                return value
+            with self.idl.changed:
+                if self.idl.events == seen:
+                    self.idl.changed.wait(remaining)
 
     def close(self):
         self._connection.stop(timeout=self.timeout)

@@ -1,0 +1,104 @@
+"""A pod's interfaces as OVN ports, against a real NB with ovn-northd doing
+the dynamic allocation."""
+
+import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
+    annotations as ann, cluster, ovsdb, pod_ports, reconcile, virtual_network as vn)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import ValidationError
+
+
+@pytest.fixture
+def nb(sandbox):
+    """An NB with the topology and two networks, and a connection to it."""
+    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+        for compute in (
+                lambda v: cluster.plan_topology(v, {}, "merged"),
+                lambda v: vn.plan_networks(v, [(w, vn.check_format(x, w)) for w, x in (
+                    ("a", {"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"],
+                           "routes": [{"dst": "10.20.0.0/16"}]}),
+                    ("b", {"name": "net2", "subnet": "172.16.2.0/24"}))], "merged", "ovn")):
+            reconcile.execute(db, compute, write=True)
+        yield db
+
+
+def requests(*entries):
+    return ann.parse_requests({ann.OVN_NETWORK: ann.json.dumps(list(entries))})[1]
+
+
+def attach(db, pod, reqs):
+    reconcile.execute(db, lambda v: pod_ports.plan_stale(v, pod, reqs), write=True)
+    reconcile.execute(db, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
+    return db.wait_for(lambda idl: pod_ports.interface_list(reconcile.View(idl), pod, reqs), 10)
+
+
+def detach(db, uid):
+    return reconcile.execute(db, lambda v: pod_ports.plan_delete(v, uid), write=True)
+
+
+def test_static_and_dynamic_interfaces(nb, sandbox):
+    pod = pod_ports.Pod("default", "web", "uid-web")
+    reqs = requests({"name": "net1", "interface": "net0"},
+                    {"name": "net2", "interface": "net1", "ip_address": "172.16.2.30",
+                     "mac_address": "0a:00:00:00:02:1e", "default_gateway": True})
+    entries = attach(nb, pod, reqs)
+    assert entries, "the dynamic address arrives through the NB update stream"
+    dynamic, static = entries
+    assert static == {"interface": "net1", "ip_address": "172.16.2.30/24", "mac_address": "0a:00:00:00:02:1e",
+                      "gateway_ip": "172.16.2.1", "default_gateway": True, "routes": []}
+    assert dynamic["ip_address"] == "172.16.1.10/24", "first free after the gateway and the excluded range"
+    assert dynamic["routes"] == [{"dst": "10.20.0.0/16", "gw": "172.16.1.1"}]
+    first_octet = int(dynamic["mac_address"].split(":")[0], 16)
+    assert first_octet & 0x02 and not first_octet & 0x01, "OVN's MACs are locally administered unicast"
+    ports = dict((p["name"], p) for p in sandbox.rows("nb", "Logical_Switch_Port"))
+    assert ports["default_web_net1"]["external_ids"]["ovn4nfv-pod-uid"] == "uid-web"
+    assert ports["default_web_net0"]["addresses"] == "dynamic"
+
+
+def test_delete_frees_the_dynamic_address_for_the_next_pod(nb, sandbox):
+    first = attach(nb, pod_ports.Pod("default", "a", "uid-a"), requests({"name": "net1", "interface": "net0"}))
+    detach(nb, "uid-a")
+    assert not [p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"].startswith("default_a_")]
+    second = attach(nb, pod_ports.Pod("default", "b", "uid-b"), requests({"name": "net1", "interface": "net0"}))
+    assert second[0]["ip_address"] == first[0]["ip_address"]
+
+
+def test_duplicate_static_ip_is_refused_naming_the_holder(nb):
+    attach(nb, pod_ports.Pod("ns1", "holder", "uid-h"),
+           requests({"name": "net2", "interface": "net0", "ip_address": "172.16.2.50"}))
+    with pytest.raises(ValidationError) as err:
+        reconcile.execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("ns2", "other", "uid-o"), requests(
+            {"name": "net2", "interface": "net0", "ip_address": "172.16.2.50"})), write=True)
+    assert "172.16.2.50" in str(err.value) and "pod ns1/holder" in str(err.value)
+    with pytest.raises(ValidationError) as err:
+        reconcile.execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("ns2", "other", "uid-o"), requests(
+            {"name": "net2", "interface": "net0", "ip_address": "172.16.2.1"})), write=True)
+    assert "gateway" in str(err.value)
+
+
+def test_deleting_web_leaves_web_1_alone(nb, sandbox):
+    attach(nb, pod_ports.Pod("default", "web", "uid-1"), requests({"name": "net1", "interface": "net0"}))
+    attach(nb, pod_ports.Pod("default", "web-1", "uid-2"), requests({"name": "net1", "interface": "net0"}))
+    detach(nb, "uid-1")
+    names = [p["name"] for p in sandbox.rows("nb", "Logical_Switch_Port") if "web" in p["name"]]
+    assert names == ["default_web-1_net0"]
+
+
+def test_a_pod_recreated_under_the_same_name_replaces_the_stale_port(nb, sandbox):
+    attach(nb, pod_ports.Pod("default", "db", "uid-old"),
+           requests({"name": "net2", "interface": "net0", "ip_address": "172.16.2.60"}))
+    entries = attach(nb, pod_ports.Pod("default", "db", "uid-new"),
+                     requests({"name": "net1", "interface": "net0"}))
+    assert entries[0]["ip_address"].startswith("172.16.1.")
+    port = [p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"] == "default_db_net0"]
+    assert len(port) == 1 and port[0]["external_ids"]["ovn4nfv-pod-uid"] == "uid-new"
+
+
+def test_unknown_network_is_an_error_and_writes_nothing(nb, sandbox):
+    sandbox.nbctl("--wait=sb", "sync")      # let ovn-northd finish its own writes
+    before = sandbox.dump("nb")
+    with pytest.raises(ValidationError) as err:
+        reconcile.execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("d", "p", "u"), requests(
+            {"name": "net1", "interface": "net0"}, {"name": "nosuch", "interface": "net1"})), write=True)
+    assert "ovnNetwork[1].name" in str(err.value) and "nosuch" in str(err.value)
+    assert sandbox.dump("nb") == before
