@@ -1,0 +1,60 @@
+"""The stand-in API server speaks the protocol the official Kubernetes
+client expects: list, watch from a resourceVersion, 410 Gone, merge
+patch, events, and 500s when told to."""
+
+import pytest
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+from kube_api_standin import KubeAPIStandIn
+
+
+@pytest.fixture
+def api(tmp_path):
+    server = KubeAPIStandIn()
+    try:
+        core = client.CoreV1Api(config.new_client_from_config(server.kubeconfig(str(tmp_path / "kc"))))
+        yield server, core
+    finally:
+        server.stop()
+
+
+def test_list_watch_patch(api):
+    server, core = api
+    server.create_pod("default", "a", {"ovnNetwork": "[]"})
+    pods = core.list_pod_for_all_namespaces()
+    assert [p.metadata.name for p in pods.items] == ["a"]
+    rv = pods.metadata.resource_version
+    server.create_pod("default", "b")
+    seen = [(e["type"], e["object"].metadata.name)
+            for e in watch.Watch().stream(core.list_pod_for_all_namespaces, resource_version=rv,
+                                          timeout_seconds=1)]
+    assert seen == [("ADDED", "b")]
+    core.patch_namespaced_pod("a", "default", {"metadata": {"annotations": {"x": "1"}}},
+                              _content_type="application/merge-patch+json")
+    assert server.pod("default", "a")["metadata"]["annotations"] == {"ovnNetwork": "[]", "x": "1"}
+
+
+def test_watch_from_a_compacted_version_is_gone(api):
+    server, core = api
+    server.create_pod("default", "a")
+    rv = core.list_pod_for_all_namespaces().metadata.resource_version
+    server.create_pod("default", "b")
+    server.compact()
+    with pytest.raises(ApiException) as err:
+        list(watch.Watch().stream(core.list_pod_for_all_namespaces, resource_version=rv, timeout_seconds=2))
+    assert err.value.status == 410
+
+
+def test_events_and_failures(api):
+    server, core = api
+    core.create_namespaced_event("default", client.CoreV1Event(
+        metadata=client.V1ObjectMeta(generate_name="a."), involved_object=client.V1ObjectReference(
+            kind="Pod", name="a", namespace="default"), reason="Bad", message="m", type="Warning"))
+    assert server.events[0]["reason"] == "Bad"
+    server.fail_next(2)
+    for _attempt in range(2):
+        with pytest.raises(ApiException) as err:
+            core.list_pod_for_all_namespaces()
+        assert err.value.status == 500
+    assert core.list_pod_for_all_namespaces().items == []

@@ -1,0 +1,309 @@
+"""A STAND-IN for the Kubernetes API server, for tests only.
+
+No kube-apiserver can be installed on these machines, so the watcher's tests
+run it against this server, which speaks the same HTTP protocol for the
+resources the watcher uses, and nothing more:
+
+* pods: list (all namespaces or one) with ``resourceVersion``; watch as a
+  chunked stream of JSON events from a ``resourceVersion``, ending after
+  ``timeoutSeconds``; ``410 Gone`` (an ``ERROR`` event with code 410, as the
+  real server sends it) when that version has been compacted away; get;
+  patch (JSON merge patch, and strategic merge patch treated as one, which
+  is exact for annotations);
+* events: create, list;
+* network-attachment-definitions (``k8s.cni.cncf.io/v1``): get, list.
+
+Tests drive it in-process: :meth:`KubeAPIStandIn.create_pod`,
+:meth:`delete_pod`, :meth:`compact` (expire every older resourceVersion,
+ending open watches with a 410), :meth:`fail_next` (answer 500 for a while).
+It listens on 127.0.0.1 only.
+"""
+
+import copy
+import datetime
+import json
+import re
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+_POD = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/pods(?:/(?P<name>[^/]+))?$")
+_EVENTS = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/events$")
+_NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
+                  r"/network-attachment-definitions(?:/(?P<name>[^/]+))?$")
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class KubeAPIStandIn:
+    """The stand-in's state and its HTTP server."""
+
+    def __init__(self):
+        self.lock = threading.Condition()
+        self.rv = 1
+        self.compacted = 0           # versions at or below this are gone
+        self.pods = {}               # (ns, name) -> object
+        self.nads = {}
+        self.events = []
+        self.history = []            # (rv, event type, object) for watches
+        self.failures = 0
+        self.requests = 0
+        self.stopping = False
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def kubeconfig(self, path):
+        """Write a kubeconfig that points at this server; return its path."""
+        doc = {"apiVersion": "v1", "kind": "Config", "current-context": "standin",
+               "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
+               "users": [{"name": "standin", "user": {"token": "standin"}}],
+               "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "standin"}}]}
+        with open(path, "w") as handle:
+            json.dump(doc, handle)
+        return path
+
+    def stop(self):
+        with self.lock:
+            self.stopping = True
+            self.lock.notify_all()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+
+    # -- in-process control ------------------------------------------------
+    def _bump(self, kind, obj):
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.history.append((self.rv, kind, copy.deepcopy(obj)))
+        self.lock.notify_all()
+
+    def create_pod(self, namespace, name, annotations=None, node="node1"):
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+                            "annotations": dict(annotations or {}), "creationTimestamp": _now()},
+               "spec": {"nodeName": node, "containers": [{"name": "c", "image": "standin"}]},
+               "status": {"phase": "Pending"}}
+        with self.lock:
+            self.pods[(namespace, name)] = pod
+            self._bump("ADDED", pod)
+            return copy.deepcopy(pod)
+
+    def delete_pod(self, namespace, name):
+        with self.lock:
+            pod = self.pods.pop((namespace, name))
+            self._bump("DELETED", pod)
+
+    def set_annotations(self, namespace, name, annotations):
+        with self.lock:
+            pod = self.pods[(namespace, name)]
+            pod["metadata"]["annotations"] = merge_patch(pod["metadata"].get("annotations"), annotations)
+            self._bump("MODIFIED", pod)
+
+    def add_nad(self, namespace, name, config):
+        nad = {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+               "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4())},
+               "spec": {"config": json.dumps(config)}}
+        with self.lock:
+            self.nads[(namespace, name)] = nad
+            self._bump("ADDED", nad)
+
+    def pod(self, namespace, name):
+        with self.lock:
+            pod = self.pods.get((namespace, name))
+            return copy.deepcopy(pod) if pod else None
+
+    def wait(self, predicate, timeout):
+        """Block until ``predicate(self)`` is true (woken by every change);
+        return its last value."""
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while True:
+                value = predicate(self)
+                remaining = deadline - time.monotonic()
+                if value or remaining <= 0:
+                    return value
+                self.lock.wait(remaining)
+
+    def compact(self):
+        """Forget history: a watch from an older version gets 410 Gone, and
+        the open ones end with a 410 now."""
+        with self.lock:
+            self.compacted = self.rv
+            self.history = []
+            self.lock.notify_all()
+
+    def fail_next(self, count, code=500):
+        """Answer the next ``count`` requests with ``code``."""
+        with self.lock:
+            self.failures = count
+            self.failure_code = code
+
+
+def _status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+def _handler(api):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def _send(self, code, body):
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _failing(self):
+            with api.lock:
+                api.requests += 1
+                if api.failures > 0:
+                    api.failures -= 1
+                    code = api.failure_code
+                else:
+                    return False
+            self._send(code, _status(code, "InternalError", "the stand-in was told to fail"))
+            return True
+
+        def _body(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            return json.loads(self.rfile.read(length) or b"null")
+
+        def do_GET(self):
+            if self._failing():
+                return
+            url = urlparse(self.path)
+            query = dict((k, v[-1]) for k, v in parse_qs(url.query).items())
+            for pattern, store, kind in ((_POD, api.pods, "Pod"), (_NAD, api.nads,
+                                                                    "NetworkAttachmentDefinition")):
+                match = pattern.match(url.path)
+                if not match:
+                    continue
+                ns, name = match.group("ns"), match.group("name")
+                if name:
+                    with api.lock:
+                        obj = store.get((ns, name))
+                        body = copy.deepcopy(obj) if obj else None
+                    if body is None:
+                        return self._send(404, _status(404, "NotFound", "%s %s/%s not found" % (kind, ns, name)))
+                    return self._send(200, body)
+                if query.get("watch") in ("true", "1"):
+                    return self._watch(kind, ns, query)
+                with api.lock:
+                    items = [copy.deepcopy(o) for (o_ns, _n), o in sorted(store.items())
+                             if ns is None or o_ns == ns]
+                    rv = str(api.rv)
+                return self._send(200, {"kind": kind + "List", "apiVersion": "v1",
+                                        "metadata": {"resourceVersion": rv}, "items": items})
+            if _EVENTS.match(url.path):
+                with api.lock:
+                    return self._send(200, {"kind": "EventList", "apiVersion": "v1",
+                                            "metadata": {"resourceVersion": str(api.rv)},
+                                            "items": copy.deepcopy(api.events)})
+            self._send(404, _status(404, "NotFound", url.path))
+
+        def _chunk(self, data):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def _watch(self, kind, ns, query):
+            since = int(query.get("resourceVersion") or 0)
+            deadline = time.monotonic() + float(query.get("timeoutSeconds") or 60)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            sent = since
+            try:
+                while True:
+                    with api.lock:
+                        if since and since < api.compacted or sent < api.compacted:
+                            gone = _status(410, "Expired", "too old resource version: %d (%d)" % (
+                                sent, api.compacted))
+                            lines = [{"type": "ERROR", "object": gone}]
+                            done = True
+                        else:
+                            lines = [{"type": t, "object": copy.deepcopy(o)} for rv, t, o in api.history
+                                     if rv > sent and o.get("kind") == kind
+                                     and (ns is None or o["metadata"]["namespace"] == ns)]
+                            sent = api.rv
+                            done = False
+                        if not lines and not done:
+                            remaining = deadline - time.monotonic()
+                            if remaining <= 0 or api.stopping:
+                                break
+                            api.lock.wait(min(remaining, 1.0))
+                            continue
+                    for line in lines:
+                        self._chunk(json.dumps(line).encode() + b"\n")
+                    if done:
+                        break
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def do_PATCH(self):
+            if self._failing():
+                return
+            match = _POD.match(urlparse(self.path).path)
+            if not match or not match.group("name"):
+                return self._send(404, _status(404, "NotFound", self.path))
+            kind = self.headers.get("Content-Type", "")
+            patch = self._body()
+            if "merge-patch" not in kind:
+                return self._send(415, _status(415, "UnsupportedMediaType",
+                                               "the stand-in takes merge patches, not %s" % kind))
+            key = (match.group("ns"), match.group("name"))
+            with api.lock:
+                pod = api.pods.get(key)
+                if pod is None:
+                    return self._send(404, _status(404, "NotFound", "pod %s/%s not found" % key))
+                merged = merge_patch(pod, patch)
+                merged["metadata"]["uid"] = pod["metadata"]["uid"]
+                api.pods[key] = merged
+                api._bump("MODIFIED", merged)
+                body = copy.deepcopy(merged)
+            self._send(200, body)
+
+        def do_POST(self):
+            if self._failing():
+                return
+            match = _EVENTS.match(urlparse(self.path).path)
+            if not match:
+                return self._send(404, _status(404, "NotFound", self.path))
+            event = self._body()
+            with api.lock:
+                api.events.append(event)
+                api.lock.notify_all()
+            self._send(201, event)
+
+    return Handler
