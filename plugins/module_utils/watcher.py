@@ -1,0 +1,373 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watcher: pod annotations become OVN ports and an interface list.
+
+Run as ``python -m <package>.watcher --config FILE``. It lists every pod,
+then watches for changes from that resourceVersion. For each pod that asks
+for networks it checks the request (:mod:`.annotations`), creates the
+pod's logical switch ports (:mod:`.pod_ports`), waits on the NB's update
+stream for OVN's dynamic addresses, and writes ``ovnIfaceList`` and
+``k8s.plugin.opnfv.org/ovnInterfaces`` back with a merge patch. Bad input
+creates nothing and is reported as a Kubernetes Event on the pod, and in
+the log. When a pod goes, exactly its ports go (matched on its UID).
+
+It re-lists (resync) at start, whenever the watch has expired (410 Gone),
+and every ``resync_seconds``: every pod that should have ports gets them,
+and ports the product owns whose pod is gone are removed. The API server
+going away is retried with backoff; an NB restart is a reconnect of the
+IDL; SIGTERM stops it cleanly. It uses the official Kubernetes Python
+client, the one the Kubernetes project maintains.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+
+from . import annotations, cluster, ovsdb, pod_ports, reconcile
+from .errors import Ovn4nfvError, ValidationError
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes import watch as k8s_watch
+    from kubernetes.client.rest import ApiException
+    HAS_KUBERNETES = True
+except ImportError:  # pragma: no cover - the daemon needs it; modules do not
+    HAS_KUBERNETES = False
+    ApiException = Exception
+
+LOG = logging.getLogger("ovn4nfv.watcher")
+EVENT_REASON = "InvalidNetworkRequest"
+COMPONENT = "ovn4nfv-watcher"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class Config:
+    """The watcher's settings: a JSON file, then ``OVN4NFV_WATCHER_<KEY>``
+    environment variables, then these defaults."""
+
+    DEFAULTS = {
+        "kubeconfig": None,            # None: in-cluster credentials
+        "nb_db": ovsdb.DEFAULT_NB_DB,
+        "private_key": None,
+        "certificate": None,
+        "ca_cert": None,
+        "default_network": None,       # for pods with only the legacy "ovn" annotation
+        "workers": 4,
+        "resync_seconds": 300,
+        "watch_seconds": 10,           # how long one watch request lasts
+        "address_seconds": 30,         # how long to wait for OVN's dynamic addresses
+        "ovsdb_timeout": 10,
+        "max_backoff_seconds": 30,
+    }
+
+    def __init__(self, **values):
+        unknown = set(values) - set(self.DEFAULTS)
+        if unknown:
+            raise ValidationError("watcher config: unknown keys %s" % ", ".join(sorted(unknown)))
+        settings = dict(self.DEFAULTS)
+        settings.update(values)
+        for key, default in self.DEFAULTS.items():
+            env = os.environ.get("OVN4NFV_WATCHER_" + key.upper())
+            if env is not None:
+                settings[key] = type(default)(env) if isinstance(default, int) else env
+        for key in ("workers", "resync_seconds", "watch_seconds", "address_seconds", "ovsdb_timeout"):
+            if not isinstance(settings[key], int) or settings[key] < 1:
+                raise ValidationError("watcher config: %s: %r is not a positive number" % (key, settings[key]))
+        ovsdb.parse_remote(settings["nb_db"], "nb_db")
+        self.__dict__.update(settings)
+
+    @classmethod
+    def from_file(cls, path):
+        try:
+            with open(path) as handle:
+                values = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise ValidationError("watcher config %s: %s" % (path, exc))
+        if not isinstance(values, dict):
+            raise ValidationError("watcher config %s: not a JSON object" % path)
+        return cls(**values)
+
+
+class Backoff:
+    """Exponential backoff, capped; reset after a success."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.delay = 0.0
+
+    def next(self):
+        self.delay = min(self.cap, max(0.2, self.delay * 2))
+        return self.delay
+
+    def reset(self):
+        self.delay = 0.0
+
+
+class Watcher:
+    """The daemon. :meth:`run` blocks until :meth:`stop`."""
+
+    def __init__(self, config, api_client=None):
+        if not HAS_KUBERNETES:
+            raise Ovn4nfvError("the watcher needs the kubernetes Python client")
+        self.config = config
+        self.stopping = threading.Event()
+        if api_client is None:
+            if config.kubeconfig:
+                api_client = k8s_config.new_client_from_config(config.kubeconfig)
+            else:
+                k8s_config.load_incluster_config()
+                api_client = k8s_client.ApiClient()
+        self.core = k8s_client.CoreV1Api(api_client)
+        self.nb = None
+        self.queues = [queue.Queue() for _i in range(config.workers)]
+        self.latest = {}            # uid -> (pod, deleted): the newest word on each pod
+        self.lock = threading.Lock()
+        self.rejected = {}          # uid -> annotations already reported as bad
+        self._watch = None
+
+    # -- lifecycle ---------------------------------------------------------
+    def stop(self, *_args):
+        self.stopping.set()
+        watch = self._watch
+        if watch is not None:
+            watch.stop()
+            response = getattr(watch, "_resp", None)
+            if response is not None:
+                try:
+                    response.close()
+                except Exception:  # noqa: the stream is being torn down anyway
+                    pass
+
+    def connect_nb(self):
+        backoff = Backoff(self.config.max_backoff_seconds)
+        tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
+        while not self.stopping.is_set():
+            try:
+                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES,
+                                         timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
+                return True
+            except Ovn4nfvError as exc:
+                LOG.warning("northbound database: %s", exc)
+                self.stopping.wait(backoff.next())
+        return False
+
+    def run(self):
+        if not self.connect_nb():
+            return
+        workers = [threading.Thread(target=self._work, args=(q,), name="worker-%d" % i, daemon=True)
+                   for i, q in enumerate(self.queues)]
+        for worker in workers:
+            worker.start()
+        try:
+            self._watch_loop()
+        finally:
+            for q in self.queues:
+                q.put(None)
+            for worker in workers:
+                worker.join(self.config.address_seconds + self.config.ovsdb_timeout)
+            self.nb.close()
+            LOG.info("stopped")
+
+    def _watch_loop(self):
+        backoff = Backoff(self.config.max_backoff_seconds)
+        version, listed_at = None, 0.0
+        while not self.stopping.is_set():
+            try:
+                if version is None or time.monotonic() - listed_at > self.config.resync_seconds:
+                    version = self.resync()
+                    listed_at = time.monotonic()
+                self._watch = k8s_watch.Watch()
+                for event in self._watch.stream(self.core.list_pod_for_all_namespaces,
+                                                resource_version=version,
+                                                timeout_seconds=self.config.watch_seconds):
+                    pod = event["object"]
+                    version = pod.metadata.resource_version
+                    self.enqueue(pod, event["type"] == "DELETED")
+                    if self.stopping.is_set():
+                        break
+                backoff.reset()
+            except ApiException as exc:
+                if exc.status == 410:
+                    LOG.info("the watch expired (410 Gone); listing again")
+                    version = None
+                    continue
+                self._retry_later(backoff, "the API server answered %s" % exc.status)
+            except Exception as exc:  # noqa: connection errors of every kind; retried
+                if self.stopping.is_set():
+                    break
+                self._retry_later(backoff, "the API server is unreachable: %s" % exc)
+            finally:
+                self._watch = None
+
+    def _retry_later(self, backoff, why):
+        delay = backoff.next()
+        LOG.warning("%s; retrying in %.1fs", why, delay)
+        self.stopping.wait(delay)
+
+    # -- the queue: per pod, in order, on one worker -----------------------
+    def enqueue(self, pod, deleted=False):
+        uid = pod.metadata.uid
+        with self.lock:
+            fresh = uid not in self.latest
+            self.latest[uid] = (pod, deleted)
+        if fresh:
+            self.queues[hash(uid) % len(self.queues)].put(uid)
+
+    def _work(self, jobs):
+        while True:
+            uid = jobs.get()
+            if uid is None:
+                return
+            with self.lock:
+                pod, deleted = self.latest.pop(uid, (None, False))
+            if pod is None:
+                continue
+            try:
+                self.handle(pod, deleted)
+            except Ovn4nfvError as exc:
+                LOG.warning("pod %s/%s: %s; retrying", pod.metadata.namespace, pod.metadata.name, exc)
+                self._requeue(pod, deleted)
+            except ApiException as exc:
+                LOG.warning("pod %s/%s: the API server answered %s; retrying",
+                            pod.metadata.namespace, pod.metadata.name, exc.status)
+                self._requeue(pod, deleted)
+            except Exception:  # noqa: a bug must not kill the worker; it is logged whole
+                LOG.exception("pod %s/%s", pod.metadata.namespace, pod.metadata.name)
+                self._requeue(pod, deleted)
+
+    def _requeue(self, pod, deleted):
+        if not self.stopping.is_set():
+            timer = threading.Timer(1.0, self.enqueue, args=(pod, deleted))
+            timer.daemon = True
+            timer.start()
+
+    # -- one pod -----------------------------------------------------------
+    def handle(self, pod, deleted):
+        meta = pod.metadata
+        uid = meta.uid
+        if deleted or meta.deletion_timestamp:
+            self.rejected.pop(uid, None)
+            self._execute(lambda view: pod_ports.plan_delete(view, uid))
+            return
+        found = dict(meta.annotations or {})
+        try:
+            _source, requests = annotations.parse_requests(found, self.config.default_network)
+        except ValidationError as exc:
+            self.reject(pod, found, exc)
+            return
+        if not requests:
+            return
+        owner = pod_ports.Pod(meta.namespace, meta.name, uid)
+
+        def entries(idl):
+            return pod_ports.interface_list(reconcile.View(idl), owner, requests)
+
+        ready = self.nb.read(entries)
+        if ready and found.get(annotations.IFACE_LIST) == annotations.output_annotations(ready)[
+                annotations.IFACE_LIST] and not self._ports_differ(owner, requests):
+            return
+        try:
+            self._execute(lambda view: pod_ports.plan_stale(view, owner, requests))
+            self._execute(lambda view: pod_ports.plan_pod(view, owner, requests))
+        except ValidationError as exc:
+            self.reject(pod, found, exc)
+            return
+        ready = self.nb.wait_for(entries, self.config.address_seconds)
+        if not ready:
+            raise Ovn4nfvError("OVN assigned no address within %ds" % self.config.address_seconds)
+        patch = annotations.output_annotations(ready)
+        if any(found.get(k) != v for k, v in patch.items()):
+            self.core.patch_namespaced_pod(meta.name, meta.namespace, {"metadata": {"annotations": patch}},
+                                           _content_type=MERGE_PATCH)
+        self.rejected.pop(uid, None)
+        LOG.info("pod %s/%s: %s", meta.namespace, meta.name,
+                 ", ".join("%s=%s" % (e["interface"], e["ip_address"]) for e in ready))
+
+    def _ports_differ(self, owner, requests):
+        plan = self.nb.read(lambda idl: pod_ports.plan_pod(reconcile.View(idl), owner, requests))
+        return plan.changed
+
+    def _execute(self, compute):
+        return reconcile.execute(self.nb, compute, write=True)
+
+    def reject(self, pod, found, exc):
+        """Report bad input once per version of the annotations: a log line
+        and a Warning Event on the pod, each naming the field."""
+        meta = pod.metadata
+        message = str(exc)
+        LOG.warning("pod %s/%s: %s", meta.namespace, meta.name, message)
+        if self.rejected.get(meta.uid) == found:
+            return
+        now = datetime.datetime.now(datetime.timezone.utc)
+        self.core.create_namespaced_event(meta.namespace, k8s_client.CoreV1Event(
+            metadata=k8s_client.V1ObjectMeta(generate_name=meta.name + ".", namespace=meta.namespace),
+            involved_object=k8s_client.V1ObjectReference(
+                kind="Pod", api_version="v1", name=meta.name, namespace=meta.namespace, uid=meta.uid),
+            reason=EVENT_REASON, message=message[:1024], type="Warning", count=1,
+            first_timestamp=now, last_timestamp=now,
+            source=k8s_client.V1EventSource(component=COMPONENT)))
+        self.rejected[meta.uid] = found
+
+    # -- resync --------------------------------------------------------------
+    def resync(self):
+        """List every pod, queue each, and remove the ports of pods that are
+        gone. Returns the list's resourceVersion to watch from."""
+        pods = self.core.list_pod_for_all_namespaces()
+        live = set()
+        for pod in pods.items:
+            live.add(pod.metadata.uid)
+            self.enqueue(pod)
+        owned = self.nb.read(lambda idl: pod_ports.owned_pods(reconcile.View(idl)))
+        for uid, owner in sorted(owned.items()):
+            if uid in live or self._still_there(owner):
+                continue
+            LOG.info("pod %s (uid %s) is gone; removing its ports", owner, uid)
+            self._execute(lambda view, u=uid: pod_ports.plan_delete(view, u))
+        LOG.info("resync: %d pods, %d with ports", len(live), len(owned))
+        return pods.metadata.resource_version
+
+    def _still_there(self, owner):
+        """A pod created after the list must keep its ports: ask for it."""
+        try:
+            pod = self.core.read_namespaced_pod(owner.name, owner.namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return pod.metadata.uid == owner.uid
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="ovn4nfv-watcher", description=__doc__.split("\n")[0])
+    parser.add_argument("--config", help="JSON settings file (see Config.DEFAULTS)")
+    parser.add_argument("--log-level", default=os.environ.get("OVN4NFV_WATCHER_LOG_LEVEL", "INFO"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        config = Config.from_file(args.config) if args.config else Config()
+        watcher = Watcher(config)
+    except Ovn4nfvError as exc:
+        LOG.error("%s", exc)
+        return 2
+    signal.signal(signal.SIGTERM, watcher.stop)
+    signal.signal(signal.SIGINT, watcher.stop)
+    watcher.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
