@@ -65,6 +65,8 @@ class KubeAPIStandIn:
         self.history = []            # (rv, event type, object) for watches
         self.failures = 0
         self.requests = 0
+        self.created_at = {}         # (ns, name) -> monotonic time, for benchmarks
+        self.annotated_at = {}       # (ns, name) -> first patch that wrote ovnIfaceList
         self.stopping = False
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
@@ -108,6 +110,7 @@ class KubeAPIStandIn:
                "status": {"phase": "Pending"}}
         with self.lock:
             self.pods[(namespace, name)] = pod
+            self.created_at[(namespace, name)] = time.monotonic()
             self._bump("ADDED", pod)
             return copy.deepcopy(pod)
 
@@ -202,8 +205,8 @@ def _handler(api):
                 return
             url = urlparse(self.path)
             query = dict((k, v[-1]) for k, v in parse_qs(url.query).items())
-            for pattern, store, kind in ((_POD, api.pods, "Pod"), (_NAD, api.nads,
-                                                                    "NetworkAttachmentDefinition")):
+            routes = ((_POD, api.pods, "Pod"), (_NAD, api.nads, "NetworkAttachmentDefinition"))
+            for pattern, store, kind in routes:
                 match = pattern.match(url.path)
                 if not match:
                     continue
@@ -289,6 +292,8 @@ def _handler(api):
                     return self._send(404, _status(404, "NotFound", "pod %s/%s not found" % key))
                 merged = merge_patch(pod, patch)
                 merged["metadata"]["uid"] = pod["metadata"]["uid"]
+                if "ovnIfaceList" in (merged["metadata"].get("annotations") or {}):
+                    api.annotated_at.setdefault(key, time.monotonic())
                 api.pods[key] = merged
                 api._bump("MODIFIED", merged)
                 body = copy.deepcopy(merged)

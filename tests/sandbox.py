@@ -126,6 +126,23 @@ class Sandbox:
                       "--log-file=%s/%s.log" % (self.dir, name)], name)
         return "unix:" + sock
 
+    def restart_db(self, name):
+        """Stop one database server (``ovnnb_db``, ``ovnsb_db``, ``conf``)
+        and start it again on the same file and socket, as a restart of the
+        service would. Returns once it answers again."""
+        pidfile = os.path.join(self.dir, name + ".pid")
+        with open(pidfile) as handle:
+            pid = int(handle.read().strip())
+        _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        path = os.path.join(self.dir, name + ".db")
+        self.run("ovsdb-server", path, "--detach", "--no-chdir",
+                 "--remote=punix:" + os.path.join(self.dir, name + ".sock"),
+                 "--pidfile=" + pidfile, "--unixctl=%s/%s.ctl" % (self.dir, name),
+                 "--log-file=%s/%s.log" % (self.dir, name))
+
     def _daemon(self, args, name):
         self.pidfiles.append(os.path.join(self.dir, name + ".pid"))
         self.run(*args)

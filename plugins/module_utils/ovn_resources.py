@@ -378,7 +378,7 @@ class StaticRoute(Resource):
     def check(self, item, where, view, current, state):
         if state == "deleted":
             return
-        router = view.by_name("Logical_Router")[item["router"]]
+        router = view.lookup("Logical_Router", item["router"])
         port = item.get("output_port")
         if port and port not in set(p.name for p in router.ports):
             raise ValidationError("%s.output_port: %r is not a port of router %r" % (

@@ -185,12 +185,15 @@ if HAS_OVSDBAPP:
             super(_Idl, self).__init__(*args, **kwargs)
             self.changed = threading.Condition()
             self.events = 0
+            self.listeners = []
 
         def cooperative_yield(self):
             pass
 
         def notify(self, event, row, updates=None):
             super(_Idl, self).notify(event, row, updates)
+            for listener in self.listeners:
+                listener(event, row)
             with self.changed:
                 self.events += 1
                 self.changed.notify_all()
@@ -237,6 +240,10 @@ class Database:
         for table in tables:
             helper.register_table(table)
         self.idl = _Idl(",".join(parts), helper)
+        # Look rows up by name in O(log n) instead of scanning (View.lookup).
+        for table in tables:
+            if "name" in self.idl.tables[table].columns:
+                self.idl.tables[table].rows.index_create("name").add_column("name")
         remaining = max(deadline - time.monotonic(), 0.1)
         self._connection = ovsdbapp_connection.Connection(self.idl, remaining)
         try:
@@ -279,6 +286,13 @@ class Database:
         except RuntimeError as exc:
             raise TransactionFailed("%s refused the transaction: %s" % (self.remote, exc))
         return command.result
+
+    def add_listener(self, listener):
+        """Call ``listener(event, row)`` for every row the server creates,
+        updates or deletes (``event`` is ``create``, ``update`` or
+        ``delete``), in the IDL's thread, with the cache held still."""
+        with self._connection.lock:
+            self.idl.listeners.append(listener)
 
     def wait_for(self, predicate, timeout):
         """Block until ``predicate(idl)`` is true, woken by the server's

@@ -17,7 +17,7 @@ __metaclass__ = type
 from . import addressing, annotations, cluster, virtual_network as vn
 from .errors import ValidationError
 from .ovn_resources import LogicalSwitchPort
-from .reconcile import OWNER_KEY, OWNER_VALUE, Batch, plan, validate_config
+from .reconcile import OWNER_KEY, OWNER_VALUE, Batch, NewRow, Op, plan, validate_config
 
 K_NAMESPACE = "ovn4nfv-pod-namespace"
 K_POD = "ovn4nfv-pod-name"
@@ -85,6 +85,69 @@ def _addresses(row):
     return mac, ips
 
 
+class AddressIndex:
+    """Which switch port holds which IP and MAC, kept current from the NB's
+    update stream, so that checking a static address is a lookup rather
+    than a scan of every port. Subnets of virtual networks never overlap,
+    so one map serves every network."""
+
+    def __init__(self):
+        self.by_ip, self.by_mac, self.of_row = {}, {}, {}
+
+    def attach(self, database):
+        """Follow ``database`` from now on, starting from what it holds."""
+        database.add_listener(self.notify)
+        database.read(self._rebuild)
+        return self
+
+    def _rebuild(self, idl):
+        self.by_ip, self.by_mac, self.of_row = {}, {}, {}
+        for row in idl.tables["Logical_Switch_Port"].rows.values():
+            self._add(row)
+
+    def notify(self, event, row):
+        if row._table.name != "Logical_Switch_Port":
+            return
+        self._remove(row.uuid)
+        if event != "delete":
+            self._add(row)
+
+    def _add(self, row):
+        mac, ips = _addresses(row)
+        self.of_row[row.uuid] = (mac, ips)
+        if mac:
+            self.by_mac[mac] = row.uuid
+        for ip in ips:
+            self.by_ip[ip] = row.uuid
+
+    def _remove(self, uuid):
+        mac, ips = self.of_row.pop(uuid, (None, []))
+        if mac and self.by_mac.get(mac) == uuid:
+            del self.by_mac[mac]
+        for ip in ips:
+            if self.by_ip.get(ip) == uuid:
+                del self.by_ip[ip]
+
+    def holder(self, view, kind, value):
+        """The port holding ``value`` (``kind`` ``ip`` or ``mac``), or None."""
+        uuid = (self.by_ip if kind == "ip" else self.by_mac).get(value)
+        if uuid is None:
+            return None
+        return view.idl.tables["Logical_Switch_Port"].rows.get(uuid)
+
+
+def _scan_holder(view, kind, value, uid, switch=None):
+    """The port holding ``value``, found by scanning (without an index)."""
+    rows = switch.ports if switch is not None else view.rows("Logical_Switch_Port")
+    for row in rows:
+        if row.external_ids.get(K_UID) == uid:
+            continue
+        mac, ips = _addresses(row)
+        if (kind == "ip" and value in ips) or (kind == "mac" and mac == value):
+            return row
+    return None
+
+
 def _holder(row):
     ids = row.external_ids
     if ids.get(K_POD):
@@ -92,40 +155,53 @@ def _holder(row):
     return "port %s" % row.name
 
 
-def plan_pod(view, pod, requests):
+def _own_ports(view, pod, requests):
+    """``{interface: row}`` of the pod's ports for ``requests``, by name."""
+    out = {}
+    for request in requests:
+        row = view.lookup("Logical_Switch_Port", pod.port_name(request.interface))
+        if row is not None and not isinstance(row, (list, NewRow)) and \
+                row.external_ids.get(K_UID) == pod.uid:
+            out[request.interface] = row
+    return out
+
+
+def plan_pod(view, pod, requests, addresses=None):
     """Plan the ports of ``pod`` for ``requests`` (InterfaceRequest list):
-    create the missing, leave the right ones, delete the pod's ports no
-    longer asked for.
+    create the missing ones and leave the right ones. (Interfaces dropped
+    from a running pod's annotation stay until the pod goes: changing a
+    running pod's networks is not supported.)
 
     Every request is checked against its network first; a static IP or MAC
-    that another pod holds is refused, naming the holder.
+    that another pod holds is refused, naming the holder. Each network that
+    receives a static address is verified at commit: if another writer
+    added a port meanwhile, the server answers "try again" and this plan is
+    made anew against the new state. ``addresses``, an
+    :class:`AddressIndex`, makes the checks lookups instead of scans.
     """
-    networks = vn.read_networks(view)
-    mine = pod_ports(view, pod.uid)
-    problems, items = [], []
-    taken_ips, taken_macs = {}, {}
-    for row in view.rows("Logical_Switch_Port"):
-        if row.external_ids.get(K_UID) == pod.uid:
-            continue
-        mac, ips = _addresses(row)
-        if mac:
-            taken_macs[mac] = row
-        for ip in ips:
-            taken_ips[ip] = row
-    by_name = view.by_name("Logical_Switch_Port")
+    def holder(kind, value, switch=None):
+        if addresses is not None:
+            row = addresses.holder(view, kind, value)
+            return row if row is not None and row.external_ids.get(K_UID) != pod.uid else None
+        return _scan_holder(view, kind, value, pod.uid, switch)
+
+    problems, items, verify = [], [], {}
+    networks = {}
     for request in requests:
-        state = networks.get(request.network)
-        if state is None:
+        if request.network not in networks:
+            networks[request.network] = vn.read_network(view, request.network)
+        network = networks[request.network]
+        if network is None:
             problems.append("%s.name: network %r does not exist" % (request.where, request.network))
             continue
-        network = state.network
         name = pod.port_name(request.interface)
-        existing = by_name.get(name)
-        if existing is not None and not isinstance(existing, list) and \
+        existing = view.lookup("Logical_Switch_Port", name)
+        if existing is not None and not isinstance(existing, (list, NewRow)) and \
                 existing.external_ids.get(K_UID) != pod.uid:
             problems.append("%s: port %s already exists for %s; delete it first (plan_stale)" % (
                 request.where, name, _holder(existing)))
             continue
+        switch = view.lookup("Logical_Switch", network.name)
         if request.ip is not None:
             field = request.where + ".ip_address"
             try:
@@ -137,17 +213,18 @@ def plan_pod(view, pod, requests):
                     raise ValidationError("%s: %s is network %s's gateway" % (field, request.ip, network.name))
                 if request.ip.version == 4 and request.ip not in addressing.ip_set(subnet, network.exclude_ips):
                     raise ValidationError("%s: %s is excluded in network %s" % (field, request.ip, network.name))
-                holder = taken_ips.get(request.ip)
-                if holder is not None:
-                    raise ValidationError("%s: %s is already held by %s" % (field, request.ip, _holder(holder)))
+                port = holder("ip", request.ip, switch)
+                if port is not None:
+                    raise ValidationError("%s: %s is already held by %s" % (field, request.ip, _holder(port)))
             except ValidationError as exc:
                 problems.extend(exc.problems)
                 continue
+            verify[network.name] = switch
         if request.mac is not None:
-            holder = taken_macs.get(request.mac)
-            if holder is not None:
+            port = holder("mac", request.mac)
+            if port is not None:
                 problems.append("%s.mac_address: %s is already held by %s" % (
-                    request.where, request.mac, _holder(holder)))
+                    request.where, request.mac, _holder(port)))
                 continue
         if request.ip is not None:
             mac = request.mac or addressing.mac_from_name(pod.uid + "/" + request.interface)
@@ -160,14 +237,14 @@ def plan_pod(view, pod, requests):
                       "external_ids": pod.marks(request.interface)})
     if problems:
         raise ValidationError(problems)
-    wanted = set(r.interface for r in requests)
-    deletes = [{"name": row.name} for interface, row in sorted(mine.items()) if interface not in wanted]
     batch = Batch()
-    resource = LogicalSwitchPort()
-    if deletes:
-        batch.add(plan(resource, validate_config(resource, deletes, "deleted"), "deleted", view))
     if items:
-        batch.add(plan(resource, validate_config(resource, items, "replaced"), "replaced", view))
+        resource = LogicalSwitchPort()
+        result = batch.add(plan(resource, validate_config(resource, items, "replaced"), "replaced", view))
+        if result.changed:
+            first = next(c for c in result.changes if c.ops)
+            first.ops[:0] = [Op("verify", "Logical_Switch", switch, "ports")
+                             for _name, switch in sorted(verify.items())]
     return batch
 
 
@@ -175,11 +252,10 @@ def plan_stale(view, pod, requests):
     """Delete the pod ports that an earlier pod of the same name left under
     the names ``pod`` needs (a pod deleted and created again before its
     ports were cleaned up). Run, as its own transaction, before plan_pod."""
-    by_name = view.by_name("Logical_Switch_Port")
     keys = []
     for request in requests:
-        row = by_name.get(pod.port_name(request.interface))
-        if row is not None and not isinstance(row, list) and is_pod_port(row) \
+        row = view.lookup("Logical_Switch_Port", pod.port_name(request.interface))
+        if row is not None and not isinstance(row, (list, NewRow)) and is_pod_port(row) \
                 and row.external_ids.get(K_UID) != pod.uid:
             keys.append({"name": row.name})
     batch = Batch()
@@ -199,22 +275,30 @@ def plan_delete(view, uid):
     return batch
 
 
+def matches_requests(entries, requests):
+    """Whether an interface list still honours the static values asked for."""
+    for entry, request in zip(entries, requests):
+        if request.ip is not None and entry["ip_address"].split("/")[0] != str(request.ip):
+            return False
+        if request.mac is not None and entry["mac_address"] != request.mac:
+            return False
+    return len(entries) == len(requests)
+
+
 def interface_list(view, pod, requests):
     """The pod's ``ovnIfaceList`` entries, or None while OVN has not yet
     assigned an address a request waits for."""
-    networks = vn.read_networks(view)
-    mine = pod_ports(view, pod.uid)
+    mine = _own_ports(view, pod, requests)
     entries = []
     for request in requests:
         row = mine.get(request.interface)
-        state = networks.get(request.network)
-        if row is None or state is None:
+        network = vn.read_network(view, request.network)
+        if row is None or network is None:
             return None
         mac, ips = _addresses(row)
         ipv4 = [ip for ip in ips if ip.version == 4]
         if not mac or not ipv4:
             return None
-        network = state.network
         entries.append(annotations.interface_entry(
             request, "%s/%d" % (ipv4[0], network.subnet.prefixlen), mac, str(network.gateway),
             network.routes))

@@ -163,7 +163,9 @@ class Op:
 
     ``op`` is ``insert`` (``value``: column -> value), ``update`` (``column``
     takes ``value`` whole), ``mutate`` (``mutator`` ``insert``/``delete`` of
-    map keys or set members in ``column``) or ``delete``.
+    map keys or set members in ``column``), ``delete``, or ``verify``: the
+    transaction fails with "try again" if ``column`` changed since it was
+    read, and the plan is made anew.
     """
 
     def __init__(self, op, table, row, column=None, value=None, mutator=None):
@@ -194,7 +196,9 @@ def apply_ops(ops, idl, txn):
                 setattr(row, column, _resolve(value, created))
             continue
         row = _resolve(op.row, created)
-        if op.op == "update":
+        if op.op == "verify":
+            row.verify(op.column)
+        elif op.op == "update":
             setattr(row, op.column, _resolve(op.value, created))
         elif op.op == "delete":
             row.delete()
@@ -231,6 +235,8 @@ def render_ops(ops):
     database name): what ``ovsdb-client transact`` would send."""
     out = []
     for op in ops:
+        if op.op == "verify":
+            continue        # a precondition of the IDL's, not an operation to show
         if op.op == "insert":
             out.append({"op": "insert", "table": op.table, "uuid-name": op.row.uuid_name,
                         "row": dict((c, _datum(v)) for c, v in sorted(op.value.items()))})
@@ -273,16 +279,36 @@ class View:
     def __init__(self, idl):
         self.idl = idl
         self._by_name = {}
+        self._pending = {}
         self._count = 0
 
     def new_row(self, table, values):
         """A :class:`NewRow` with a uuid-name unique in this view's batch.
-        A named row is found by :meth:`by_name` from then on."""
+        A named row is found by :meth:`lookup` and :meth:`by_name` from
+        then on."""
         self._count += 1
         row = NewRow(table, "row%d" % self._count, values)
         if "name" in values:
-            self.by_name(table)[values["name"]] = row
+            self._pending[(table, values["name"])] = row
+            if (table, "name") in self._by_name:
+                self._by_name[(table, "name")][values["name"]] = row
         return row
+
+    def lookup(self, table, name):
+        """The row of ``table`` named ``name`` (a list where names repeat,
+        None where there is none), through the IDL's name index."""
+        pending = self._pending.get((table, name))
+        if pending is not None:
+            return pending
+        if self.idl is None or table not in self.idl.tables:
+            return None
+        rows = self.idl.tables[table].rows
+        index = rows.indexes.get("name")
+        if index is None:
+            return self.by_name(table).get(name)
+        entry = rows.IndexEntry(name=name)
+        found = list(index.irange(entry, entry))
+        return found[0] if len(found) == 1 else (found or None)
 
     def rows(self, table):
         if self.idl is None or table not in self.idl.tables:
@@ -302,12 +328,14 @@ class View:
                     index[name] = (seen if isinstance(seen, list) else [seen]) + [row]
                 else:
                     index[name] = row
+            if column == "name":
+                index.update((name, row) for (t, name), row in self._pending.items() if t == table)
             self._by_name[key] = index
         return self._by_name[key]
 
     def one(self, table, name, where, kind):
         """The single row of ``table`` named ``name``, or a problem naming ``where``."""
-        row = self.by_name(table).get(name)
+        row = self.lookup(table, name)
         if row is None:
             raise ValidationError("%s: %s %r does not exist" % (where, kind, name))
         if isinstance(row, list):
@@ -446,6 +474,38 @@ class Resource:
                 duplicates.add(current.key)
             found[current.key] = current
         return found, duplicates
+
+    def read_declared(self, view, items):
+        """Like :meth:`read`, for the declared ``items`` only, through the
+        name index; None where the resource has no name identity (the
+        caller then reads everything)."""
+        if self.identity != ("name",):
+            return None
+        found, duplicates = {}, set()
+        for _where, item in items:
+            row = view.lookup(self.table, item.get("name"))
+            if row is None or isinstance(row, NewRow):
+                continue
+            if isinstance(row, list):
+                duplicates.add((item.get("name"),))
+                continue
+            current = self.make_current(row, self._parent_of(view, row, item), view)
+            if current is not None:
+                found[current.key] = current
+        return found, duplicates
+
+    def _parent_of(self, view, row, item):
+        if not self.parent:
+            return None
+        if self.parent.option and item.get(self.parent.option):
+            candidate = view.lookup(self.parent.table, item[self.parent.option])
+            if candidate is not None and not isinstance(candidate, (list, NewRow)) and \
+                    row in getattr(candidate, self.parent.column):
+                return candidate
+        for prow in view.rows(self.parent.table):
+            if row in getattr(prow, self.parent.column):
+                return prow
+        return None
 
     def to_config(self, cols):
         config = {}
@@ -658,7 +718,10 @@ def plan(resource, items, state, view, scope=None):
     owns. Raises ValidationError, naming every problem, before anything is
     written.
     """
-    current, duplicates = resource.read(view)
+    declared_only = None
+    if state in ("merged", "replaced") or (state == "deleted" and items):
+        declared_only = resource.read_declared(view, items)
+    current, duplicates = declared_only or resource.read(view)
     result = Plan(resource, state)
     if state == "gathered":
         wanted = set(resource.key(item) for _w, item in items)

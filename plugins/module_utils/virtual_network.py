@@ -272,6 +272,23 @@ def _port_ips(port):
     return ips
 
 
+def read_network(view, name):
+    """The OVN network ``name`` (settings only, no ports), or None."""
+    row = view.lookup("Logical_Switch", name)
+    if row is None or isinstance(row, list) or not row.external_ids.get(cluster.NETWORK_KEY):
+        return None
+    return _network_of(row)
+
+
+def _network_of(row):
+    ids = row.external_ids
+    subnet = addressing.parse_cidr(row.other_config.get("subnet"), "subnet of " + row.name)
+    prefix = row.other_config.get("ipv6_prefix")
+    subnet6 = addressing.parse_cidr(addressing.ipv6_prefix(prefix, "ipv6_prefix of " + row.name)
+                                    + "/64", "ipv6_prefix of " + row.name) if prefix else None
+    return _from_records(row.name, ids, subnet, "ovn", subnet6=subnet6)
+
+
 def read_networks(view):
     """``{name: NetworkState}`` of the OVN networks in the NB."""
     out = {}
@@ -279,11 +296,7 @@ def read_networks(view):
         ids = row.external_ids
         if not ids.get(cluster.NETWORK_KEY):
             continue
-        subnet = addressing.parse_cidr(row.other_config.get("subnet"), "subnet of " + row.name)
-        prefix = row.other_config.get("ipv6_prefix")
-        subnet6 = addressing.parse_cidr(addressing.ipv6_prefix(prefix, "ipv6_prefix of " + row.name)
-                                        + "/64", "ipv6_prefix of " + row.name) if prefix else None
-        network = _from_records(row.name, ids, subnet, "ovn", subnet6=subnet6)
+        network = _network_of(row)
         ports = [(p.name, list(p.addresses), _port_ips(p)) for p in row.ports
                  if p.name != network.switch_port]
         out[row.name] = NetworkState(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)

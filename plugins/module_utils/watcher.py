@@ -65,7 +65,7 @@ class Config:
         "certificate": None,
         "ca_cert": None,
         "default_network": None,       # for pods with only the legacy "ovn" annotation
-        "workers": 4,
+        "workers": 16,                 # mostly waiting on OVN; more of them batch northd's work
         "resync_seconds": 300,
         "watch_seconds": 10,           # how long one watch request lasts
         "address_seconds": 30,         # how long to wait for OVN's dynamic addresses
@@ -132,6 +132,7 @@ class Watcher:
                 api_client = k8s_client.ApiClient()
         self.core = k8s_client.CoreV1Api(api_client)
         self.nb = None
+        self.addresses = None
         self.queues = [queue.Queue() for _i in range(config.workers)]
         self.latest = {}            # uid -> (pod, deleted): the newest word on each pod
         self.lock = threading.Lock()
@@ -158,6 +159,7 @@ class Watcher:
             try:
                 self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
+                self.addresses = pod_ports.AddressIndex().attach(self.nb)
                 return True
             except Ovn4nfvError as exc:
                 LOG.warning("northbound database: %s", exc)
@@ -233,8 +235,8 @@ class Watcher:
                 return
             with self.lock:
                 pod, deleted = self.latest.pop(uid, (None, False))
-            if pod is None:
-                continue
+            if pod is None or self.stopping.is_set():
+                continue        # on the way out: the next start resyncs
             try:
                 self.handle(pod, deleted)
             except Ovn4nfvError as exc:
@@ -276,12 +278,12 @@ class Watcher:
             return pod_ports.interface_list(reconcile.View(idl), owner, requests)
 
         ready = self.nb.read(entries)
-        if ready and found.get(annotations.IFACE_LIST) == annotations.output_annotations(ready)[
-                annotations.IFACE_LIST] and not self._ports_differ(owner, requests):
-            return
+        if ready and pod_ports.matches_requests(ready, requests) and found.get(
+                annotations.IFACE_LIST) == annotations.output_annotations(ready)[annotations.IFACE_LIST]:
+            return      # already done, as the MODIFIED event of our own patch shows
         try:
             self._execute(lambda view: pod_ports.plan_stale(view, owner, requests))
-            self._execute(lambda view: pod_ports.plan_pod(view, owner, requests))
+            self._execute(lambda view: pod_ports.plan_pod(view, owner, requests, self.addresses))
         except ValidationError as exc:
             self.reject(pod, found, exc)
             return
@@ -295,10 +297,6 @@ class Watcher:
         self.rejected.pop(uid, None)
         LOG.info("pod %s/%s: %s", meta.namespace, meta.name,
                  ", ".join("%s=%s" % (e["interface"], e["ip_address"]) for e in ready))
-
-    def _ports_differ(self, owner, requests):
-        plan = self.nb.read(lambda idl: pod_ports.plan_pod(reconcile.View(idl), owner, requests))
-        return plan.changed
 
     def _execute(self, compute):
         return reconcile.execute(self.nb, compute, write=True)

@@ -3,94 +3,20 @@ a real NB with ovn-northd doing the dynamic allocation."""
 
 import json
 import os
-import signal
-import subprocess
 import sys
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
-    annotations as ann, cluster, ovsdb, reconcile, virtual_network as vn)
-from conftest import COLLECTIONS
-from kube_api_standin import KubeAPIStandIn
-from sandbox import Sandbox
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import annotations as ann
+from watcher_env import Cluster
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
 from test_annotations import BAD  # noqa: E402  (the parser's catalogue, reused end to end)
 
-NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"]},
-            {"name": "net2", "subnet": "172.16.2.0/24"},
-            {"name": "default-net", "subnet": "10.240.0.0/16"}]
-
-
-class Cluster:
-    """NB + northd, the API stand-in, and the watcher process."""
-
-    def __init__(self, tmp):
-        self.box = Sandbox(ovs=False)
-        self.api = KubeAPIStandIn()
-        with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-            reconcile.execute(db, lambda v: cluster.plan_topology(v, {}, "merged"), write=True)
-            reconcile.execute(db, lambda v: vn.plan_networks(
-                v, [(n["name"], vn.check_format(n, n["name"])) for n in NETWORKS], "merged", "ovn"), write=True)
-        self.config = os.path.join(tmp, "watcher.json")
-        with open(self.config, "w") as handle:
-            json.dump({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
-                       "nb_db": self.box.nb_db, "default_network": "default-net", "workers": 2,
-                       "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1}, handle)
-        self.log = open(os.path.join(tmp, "watcher.log"), "w+")
-        self.proc = None
-        self.start()
-
-    def start(self):
-        env = dict(os.environ, PYTHONPATH=COLLECTIONS)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.watcher",
-             "--config", self.config], env=env, stdout=self.log, stderr=self.log)
-
-    def terminate(self, timeout=30):
-        """SIGTERM; return the exit code (None if it did not stop in time)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            return None
-
-    def annotated(self, namespace, name, timeout=30):
-        def done(api):
-            pod = api.pod(namespace, name)
-            return pod and pod["metadata"]["annotations"].get(ann.IFACE_LIST)
-        text = self.api.wait(done, timeout)
-        assert text, "pod %s/%s not annotated; watcher log:\n%s" % (namespace, name, self.log_text())
-        return json.loads(text)
-
-    def events_for(self, name):
-        return [e for e in self.api.events if e["involvedObject"]["name"] == name]
-
-    def pod_ports(self):
-        return [p for p in self.box.rows("nb", "Logical_Switch_Port")
-                if p["external_ids"].get("ovn4nfv-role") == "pod-port"]
-
-    def log_text(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()[-6000:]
-
-    def stop(self):
-        code = self.terminate()
-        self.api.stop()
-        self.box.stop()
-        self.log.close()
-        return code
-
 
 @pytest.fixture
-def k8s(tmp_path):
-    env = Cluster(str(tmp_path))
+def k8s(tmp_path, collections_path):
+    env = Cluster(str(tmp_path), collections_path)
     try:
         yield env
     finally:
@@ -204,3 +130,46 @@ def test_api_errors_are_retried(k8s):
     k8s.api.create_pod("default", "patient", ovn_network({"name": "net2", "interface": "net0"}))
     k8s.annotated("default", "patient", timeout=60)
     assert "answered 500" in k8s.log_text()
+
+
+def assert_converged(k8s, namespace, count, timeout=120):
+    """Every pod of ``namespace`` annotated, and the product's pod ports
+    exactly the live pods' interfaces, with no address handed out twice."""
+    def all_annotated(api):
+        pods = [p for (ns, _n), p in api.pods.items() if ns == namespace]
+        return len(pods) == count and all(ann.IFACE_LIST in p["metadata"]["annotations"] for p in pods)
+    assert k8s.api.wait(all_annotated, timeout), "not every pod was annotated:\n" + k8s.log_text()
+    live = dict((p["metadata"]["uid"], p) for (ns, _n), p in k8s.api.pods.items())
+    wanted = set((uid, "net0") for uid, p in live.items() if ann.OVN_NETWORK in p["metadata"]["annotations"])
+    ports = [(p["external_ids"]["ovn4nfv-pod-uid"], p["external_ids"]["ovn4nfv-interface"])
+             for p in k8s.pod_ports()]
+    assert len(ports) == len(set(ports)), "duplicated ports"
+    assert set(ports) == wanted, "leaked or missing ports"
+    addresses = [json.loads(p["metadata"]["annotations"][ann.IFACE_LIST])[0]["ip_address"]
+                 for p in live.values() if ann.IFACE_LIST in p["metadata"]["annotations"]]
+    assert len(addresses) == len(set(addresses)), "an address was handed out twice"
+
+
+def test_nb_restart_during_a_burst(k8s):
+    for index in range(40):
+        k8s.api.create_pod("burst", "p%d" % index, ovn_network({"name": "net1", "interface": "net0"}))
+        if index == 15:
+            k8s.box.restart_db("ovnnb_db")
+    assert_converged(k8s, "burst", 40)
+
+
+def test_sigkill_during_a_burst_then_restart(k8s):
+    total = 200
+    for index in range(total):
+        k8s.api.create_pod("burst", "p%d" % index, ovn_network({"name": "net1", "interface": "net0"}))
+
+    def some_done(api):
+        return sum(1 for (ns, _n), p in api.pods.items()
+                   if ns == "burst" and ann.IFACE_LIST in p["metadata"]["annotations"]) >= 20
+    assert k8s.api.wait(some_done, 60)
+    k8s.proc.kill()
+    k8s.proc.wait(10)
+    for index in range(0, total, 10):       # pods also go while it is down
+        k8s.api.delete_pod("burst", "p%d" % index)
+    k8s.start()
+    assert_converged(k8s, "burst", total - total // 10)

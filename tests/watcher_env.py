@@ -1,0 +1,85 @@
+"""The watcher's environment for tests and benchmarks: an NB with
+ovn-northd and virtual networks, the API stand-in, and the watcher daemon
+running as a process against both."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
+    annotations as ann, cluster, ovsdb, reconcile, virtual_network as vn)
+from kube_api_standin import KubeAPIStandIn
+from sandbox import Sandbox
+
+NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"]},
+            {"name": "net2", "subnet": "172.16.2.0/24"},
+            {"name": "default-net", "subnet": "10.240.0.0/16"}]
+
+
+class Cluster:
+    """NB + northd, the API stand-in, and the watcher process."""
+
+    def __init__(self, tmp, collections, networks=None, workers=2):
+        self.collections = collections
+        self.box = Sandbox(ovs=False)
+        self.api = KubeAPIStandIn()
+        with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+            reconcile.execute(db, lambda v: cluster.plan_topology(v, {}, "merged"), write=True)
+            reconcile.execute(db, lambda v: vn.plan_networks(
+                v, [(n["name"], vn.check_format(n, n["name"])) for n in networks or NETWORKS], "merged",
+                "ovn"), write=True)
+        self.config = os.path.join(tmp, "watcher.json")
+        with open(self.config, "w") as handle:
+            json.dump({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
+                       "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
+                       "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1}, handle)
+        self.log = open(os.path.join(tmp, "watcher.log"), "w+")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        env = dict(os.environ, PYTHONPATH=self.collections)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.watcher",
+             "--config", self.config], env=env, stdout=self.log, stderr=self.log)
+
+    def terminate(self, timeout=30):
+        """SIGTERM; return the exit code (None if it did not stop in time)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            return None
+
+    def annotated(self, namespace, name, timeout=30):
+        def done(api):
+            pod = api.pod(namespace, name)
+            return pod and pod["metadata"]["annotations"].get(ann.IFACE_LIST)
+        text = self.api.wait(done, timeout)
+        assert text, "pod %s/%s not annotated; watcher log:\n%s" % (namespace, name, self.log_text())
+        return json.loads(text)
+
+    def events_for(self, name):
+        return [e for e in self.api.events if e["involvedObject"]["name"] == name]
+
+    def pod_ports(self):
+        return [p for p in self.box.rows("nb", "Logical_Switch_Port")
+                if p["external_ids"].get("ovn4nfv-role") == "pod-port"]
+
+    def log_text(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()[-6000:]
+
+    def stop(self):
+        code = self.terminate()
+        self.api.stop()
+        self.box.stop()
+        self.log.close()
+        return code
