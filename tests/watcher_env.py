@@ -14,7 +14,8 @@ from kube_api_standin import KubeAPIStandIn
 from sandbox import Sandbox
 
 NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"]},
-            {"name": "net2", "subnet": "172.16.2.0/24"},
+            {"name": "net2", "subnet": "172.16.2.0/24", "provider": "ovnnet.default.ovn"},
+            {"name": "macvlan-net", "subnet": "172.16.30.0/24", "provider": "macvlan.default"},
             {"name": "default-net", "subnet": "10.240.0.0/16"}]
 
 

@@ -50,7 +50,7 @@ class InterfaceRequest:
     addresses fit the network is checked when the network is known."""
 
     def __init__(self, network, interface, ip=None, mac=None, default_gateway=False, routes=(),
-                 where=""):
+                 where="", provider=None, ipam=False):
         self.network = network
         self.interface = interface
         self.ip = ip                  # IPAddress, or None for dynamic
@@ -58,6 +58,8 @@ class InterfaceRequest:
         self.default_gateway = default_gateway
         self.routes = list(routes)    # [{"dst": CIDR, "gw": IP}]
         self.where = where            # e.g. "ovnNetwork[1]", for messages
+        self.provider = provider      # the Multus provider, for attachments
+        self.ipam = ipam              # an address only, for another CNI (ovn4nfv-ipam)
 
     def __repr__(self):
         return "InterfaceRequest(%s, %s, ip=%s, mac=%s)" % (self.network, self.interface, self.ip,
@@ -166,6 +168,81 @@ def parse_requests(annotations, default_network=None):
         doc = dict(doc, name=default_network, interface=LEGACY_INTERFACE, default_gateway=True)
         return LEGACY, [_request(doc, LEGACY)]
     return None, []
+
+
+_SELECTION = re.compile(r"^(?:(?P<ns>[a-z0-9-]+)/)?(?P<name>[a-z0-9.-]+)(?:@(?P<iface>[^@/]+))?$")
+
+
+def parse_multus(annotations, namespace):
+    """Multus's selections, as ``[{name, namespace, interface, ips, mac,
+    default_route, where}]``, from either of its forms: ``"a,ns/b@net5"`` or
+    a JSON list. An attachment without an interface gets ``net<position>``,
+    as Multus names them."""
+    text = (annotations or {}).get(MULTUS_NETWORKS)
+    if not text:
+        return []
+    selections = []
+    if text.strip().startswith("["):
+        items = _json(annotations, MULTUS_NETWORKS)
+        for index, item in enumerate(items):
+            where = "%s[%d]" % (MULTUS_NETWORKS, index)
+            if not isinstance(item, dict) or not item.get("name"):
+                raise ValidationError("%s.name: %r names no NetworkAttachmentDefinition" % (where, item))
+            selections.append({"name": item["name"], "namespace": item.get("namespace") or namespace,
+                               "interface": item.get("interface"), "ips": item.get("ips") or [],
+                               "mac": item.get("mac"), "default_route": bool(item.get("default-route")),
+                               "where": where})
+    else:
+        for index, part in enumerate(p.strip() for p in text.split(",")):
+            where = "%s[%d]" % (MULTUS_NETWORKS, index)
+            match = _SELECTION.match(part)
+            if not match:
+                raise ValidationError("%s: %r is not [namespace/]name[@interface]" % (where, part))
+            selections.append({"name": match.group("name"), "namespace": match.group("ns") or namespace,
+                               "interface": match.group("iface"), "ips": [], "mac": None,
+                               "default_route": False, "where": where})
+    for position, selection in enumerate(selections, start=1):
+        selection["interface"] = selection["interface"] or "net%d" % position
+    return selections
+
+
+def attachment_request(selection, network, provider, ipam, annotations, pool_choice=None):
+    """An :class:`InterfaceRequest` for one Multus attachment. Static values
+    come, as in Kube-OVN, from ``<provider>.kubernetes.io/ip_address`` and
+    ``mac_address`` (or the selection's ``ips`` and ``mac``), or from the
+    address ``pool_choice`` picked from ``ip_pool``."""
+    where = selection["where"]
+    entry = {"name": network, "interface": selection["interface"],
+             "ip_address": annotations.get(provider + ".kubernetes.io/ip_address") or pool_choice
+             or (selection["ips"][0] if selection["ips"] else None),
+             "mac_address": annotations.get(provider + ".kubernetes.io/mac_address") or selection["mac"],
+             "default_gateway": selection["default_route"]}
+    request = _request(entry, where)
+    request.provider, request.ipam = provider, ipam
+    return request
+
+
+def ip_pool(annotations, provider, where):
+    """The addresses of ``<provider>.kubernetes.io/ip_pool``, checked."""
+    text = annotations.get(provider + ".kubernetes.io/ip_pool")
+    if not text:
+        return []
+    return [addressing.parse_ip(part, "%s.%s.kubernetes.io/ip_pool" % (where, provider))
+            for part in re.split(r"[,;\s]+", text.strip()) if part]
+
+
+def check_interfaces(requests, source):
+    """The rules that span a pod's interfaces: at most 10, names unique, at
+    most one default gateway."""
+    return _check_set(requests, source)
+
+
+def provider_annotations(provider, entry, subnet):
+    """Kube-OVN-style per-provider annotations for an ovn4nfv-ipam
+    attachment; what the IPAM plugin hands to the other CNI plugin."""
+    prefix = provider + ".kubernetes.io/"
+    return {prefix + "ip_address": entry["ip_address"].split("/")[0], prefix + "mac_address": entry["mac_address"],
+            prefix + "cidr": str(subnet), prefix + "gateway": entry["gateway_ip"], prefix + "allocated": "true"}
 
 
 def interface_entry(request, ip_cidr, mac, gateway, network_routes=()):

@@ -303,3 +303,19 @@ def interface_list(view, pod, requests):
             request, "%s/%d" % (ipv4[0], network.subnet.prefixlen), mac, str(network.gateway),
             network.routes))
     return entries
+
+
+def pod_annotations(view, pod, requests):
+    """Everything the watcher writes on the pod, or None while OVN has not
+    yet assigned an address: ``ovnIfaceList`` (and its twin) for the OVN
+    interfaces, and ``<provider>.kubernetes.io/*`` for each address taken
+    for another CNI plugin (ovn4nfv-ipam)."""
+    entries = interface_list(view, pod, requests)
+    if entries is None:
+        return None
+    out = annotations.output_annotations([e for e, r in zip(entries, requests) if not r.ipam])
+    for entry, request in zip(entries, requests):
+        if request.ipam:
+            network = vn.read_network(view, request.network)
+            out.update(annotations.provider_annotations(request.provider, entry, network.subnet))
+    return out

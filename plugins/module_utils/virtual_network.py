@@ -280,6 +280,15 @@ def read_network(view, name):
     return _network_of(row)
 
 
+def network_by_provider(view, provider):
+    """The name of the OVN network that serves the Multus ``provider``
+    (``<nad>.<namespace>`` or ``<nad>.<namespace>.ovn``), or None."""
+    for row in view.rows("Logical_Switch"):
+        if row.external_ids.get(cluster.NETWORK_KEY) and row.external_ids.get(K_PROVIDER) == provider:
+            return row.name
+    return None
+
+
 def _network_of(row):
     ids = row.external_ids
     subnet = addressing.parse_cidr(row.other_config.get("subnet"), "subnet of " + row.name)

@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 
-from . import annotations, cluster, ovsdb, pod_ports, reconcile
+from . import annotations, cluster, ovsdb, pod_ports, reconcile, virtual_network as vn
 from .errors import Ovn4nfvError, ValidationError
 
 try:
@@ -131,6 +131,7 @@ class Watcher:
                 k8s_config.load_incluster_config()
                 api_client = k8s_client.ApiClient()
         self.core = k8s_client.CoreV1Api(api_client)
+        self.custom = k8s_client.CustomObjectsApi(api_client)
         self.nb = None
         self.addresses = None
         self.queues = [queue.Queue() for _i in range(config.workers)]
@@ -267,6 +268,10 @@ class Watcher:
         found = dict(meta.annotations or {})
         try:
             _source, requests = annotations.parse_requests(found, self.config.default_network)
+            selections = annotations.parse_multus(found, meta.namespace)
+            if selections:
+                requests = annotations.check_interfaces(
+                    requests + self._attachments(found, selections), "pod %s/%s" % (meta.namespace, meta.name))
         except ValidationError as exc:
             self.reject(pod, found, exc)
             return
@@ -274,29 +279,81 @@ class Watcher:
             return
         owner = pod_ports.Pod(meta.namespace, meta.name, uid)
 
-        def entries(idl):
-            return pod_ports.interface_list(reconcile.View(idl), owner, requests)
+        def outputs(idl):
+            return pod_ports.pod_annotations(reconcile.View(idl), owner, requests)
 
-        ready = self.nb.read(entries)
-        if ready and pod_ports.matches_requests(ready, requests) and found.get(
-                annotations.IFACE_LIST) == annotations.output_annotations(ready)[annotations.IFACE_LIST]:
-            return      # already done, as the MODIFIED event of our own patch shows
+        ready = self.nb.read(lambda idl: pod_ports.interface_list(reconcile.View(idl), owner, requests))
+        if ready and pod_ports.matches_requests(ready, requests):
+            patch = self.nb.read(outputs)
+            if patch and all(found.get(k) == v for k, v in patch.items()):
+                return      # already done, as the MODIFIED event of our own patch shows
         try:
             self._execute(lambda view: pod_ports.plan_stale(view, owner, requests))
             self._execute(lambda view: pod_ports.plan_pod(view, owner, requests, self.addresses))
         except ValidationError as exc:
             self.reject(pod, found, exc)
             return
-        ready = self.nb.wait_for(entries, self.config.address_seconds)
-        if not ready:
+        patch = self.nb.wait_for(outputs, self.config.address_seconds)
+        if not patch:
             raise Ovn4nfvError("OVN assigned no address within %ds" % self.config.address_seconds)
-        patch = annotations.output_annotations(ready)
         if any(found.get(k) != v for k, v in patch.items()):
             self.core.patch_namespaced_pod(meta.name, meta.namespace, {"metadata": {"annotations": patch}},
                                            _content_type=MERGE_PATCH)
         self.rejected.pop(uid, None)
-        LOG.info("pod %s/%s: %s", meta.namespace, meta.name,
-                 ", ".join("%s=%s" % (e["interface"], e["ip_address"]) for e in ready))
+        LOG.info("pod %s/%s: %s", meta.namespace, meta.name, ", ".join(
+            "%s=%s" % (e["interface"], e["ip_address"])
+            for e in annotations.parse_iface_list(patch[annotations.IFACE_LIST])) or "addresses for other CNIs")
+
+    def _attachments(self, found, selections):
+        """Requests for the Multus attachments that are the product's: a
+        NetworkAttachmentDefinition of type ovn4nfv, or one whose IPAM is
+        ovn4nfv-ipam. Others belong to other plugins and are left alone."""
+        requests = []
+        for selection in selections:
+            where = selection["where"]
+            config = self._nad_config(selection)
+            ipam = config.get("ipam") if isinstance(config.get("ipam"), dict) else {}
+            if config.get("type") == "ovn4nfv":
+                provider = config.get("provider") or "%s.%s.ovn" % (selection["name"], selection["namespace"])
+                network, for_other_cni = config.get("network"), False
+            elif ipam.get("type") == "ovn4nfv-ipam":
+                provider = ipam.get("provider") or "%s.%s" % (selection["name"], selection["namespace"])
+                network, for_other_cni = None, True
+            else:
+                continue
+            if not network:
+                network = self.nb.read(lambda idl, p=provider: vn.network_by_provider(reconcile.View(idl), p))
+                if not network:
+                    raise ValidationError("%s: no virtual network serves provider %s" % (where, provider))
+            pool = annotations.ip_pool(found, provider, where)
+            choice = None
+            if pool:
+                choice = self.nb.read(lambda idl: next((ip for ip in pool if self.addresses.holder(
+                    reconcile.View(idl), "ip", ip) is None), None))
+                if choice is None:
+                    raise ValidationError("%s: every address of %s.kubernetes.io/ip_pool is taken" % (
+                        where, provider))
+            requests.append(annotations.attachment_request(selection, network, provider, for_other_cni,
+                                                           found, str(choice) if choice else None))
+        return requests
+
+    def _nad_config(self, selection):
+        """The CNI config of the selected NetworkAttachmentDefinition."""
+        try:
+            nad = self.custom.get_namespaced_custom_object(
+                "k8s.cni.cncf.io", "v1", selection["namespace"], "network-attachment-definitions",
+                selection["name"])
+        except ApiException as exc:
+            if exc.status == 404:
+                raise ValidationError("%s: NetworkAttachmentDefinition %s/%s does not exist" % (
+                    selection["where"], selection["namespace"], selection["name"]))
+            raise
+        try:
+            config = json.loads((nad.get("spec") or {}).get("config") or "{}")
+        except ValueError as exc:
+            raise ValidationError("%s: the config of NetworkAttachmentDefinition %s/%s is not JSON (%s)" % (
+                selection["where"], selection["namespace"], selection["name"], exc))
+        return config if isinstance(config, dict) else {}
 
     def _execute(self, compute):
         return reconcile.execute(self.nb, compute, write=True)

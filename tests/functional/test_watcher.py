@@ -132,6 +132,61 @@ def test_api_errors_are_retried(k8s):
     assert "answered 500" in k8s.log_text()
 
 
+MULTUS = ann.MULTUS_NETWORKS
+
+
+def add_nads(k8s):
+    k8s.api.add_nad("default", "ovnnet", {"cniVersion": "1.0.0", "type": "ovn4nfv"})
+    k8s.api.add_nad("default", "macvlan", {"cniVersion": "1.0.0", "type": "macvlan", "master": "eth0",
+                                           "ipam": {"type": "ovn4nfv-ipam", "provider": "macvlan.default"}})
+    k8s.api.add_nad("default", "bridge", {"cniVersion": "1.0.0", "type": "bridge",
+                                          "ipam": {"type": "host-local", "subnet": "10.1.0.0/24"}})
+
+
+def test_multus_attachments_of_type_ovn4nfv(k8s):
+    add_nads(k8s)
+    k8s.api.create_pod("default", "m1", {MULTUS: "ovnnet", "ovnnet.default.ovn.kubernetes.io/ip_address": "172.16.2.40"})
+    entry = k8s.annotated("default", "m1")[0]
+    assert entry["interface"] == "net1" and entry["ip_address"] == "172.16.2.40/24"
+    pool = {"ovnnet.default.ovn.kubernetes.io/ip_pool": "172.16.2.41,172.16.2.42"}
+    for name in ("m2", "m3"):
+        k8s.api.create_pod("default", name, dict(pool, **{MULTUS: json.dumps([{"name": "ovnnet", "interface": "net7"}])}))
+        k8s.annotated("default", name)
+    ips = sorted(json.loads(k8s.api.pod("default", n)["metadata"]["annotations"][ann.IFACE_LIST])[0]["ip_address"]
+                 for n in ("m2", "m3"))
+    assert ips == ["172.16.2.41/24", "172.16.2.42/24"], "each takes a free address of the pool"
+
+
+def test_macvlan_attachment_with_ovn4nfv_ipam(k8s):
+    add_nads(k8s)
+    k8s.api.create_pod("default", "mv1", {MULTUS: "macvlan,bridge"})
+    k8s.annotated("default", "mv1")
+    found = k8s.api.pod("default", "mv1")["metadata"]["annotations"]
+    assert json.loads(found[ann.IFACE_LIST]) == [], "no OVN interface: macvlan makes it"
+    assert found["macvlan.default.kubernetes.io/cidr"] == "172.16.30.0/24"
+    assert found["macvlan.default.kubernetes.io/gateway"] == "172.16.30.1"
+    assert found["macvlan.default.kubernetes.io/allocated"] == "true"
+    first = found["macvlan.default.kubernetes.io/ip_address"]
+    assert first.startswith("172.16.30.")
+    reservation = [p for p in k8s.pod_ports() if p["external_ids"]["ovn4nfv-interface"] == "net1"]
+    assert len(reservation) == 1, "the address is recorded in OVN"
+    k8s.api.create_pod("default", "mv2", {MULTUS: "macvlan", "macvlan.default.kubernetes.io/ip_address": "172.16.30.77"})
+    k8s.annotated("default", "mv2")
+    assert k8s.api.pod("default", "mv2")["metadata"]["annotations"]["macvlan.default.kubernetes.io/ip_address"] == \
+        "172.16.30.77"
+    k8s.api.delete_pod("default", "mv1")
+    k8s.api.create_pod("default", "mv3", {MULTUS: "macvlan"})
+    k8s.annotated("default", "mv3")
+    assert k8s.api.pod("default", "mv3")["metadata"]["annotations"]["macvlan.default.kubernetes.io/ip_address"] == \
+        first, "deleting the pod freed its address"
+
+
+def test_multus_selection_of_a_missing_nad(k8s):
+    k8s.api.create_pod("default", "lost", {MULTUS: "nosuch"})
+    k8s.api.wait(lambda api: k8s.events_for("lost"), 30)
+    assert "NetworkAttachmentDefinition default/nosuch does not exist" in k8s.events_for("lost")[0]["message"]
+
+
 def assert_converged(k8s, namespace, count, timeout=120):
     """Every pod of ``namespace`` annotated, and the product's pod ports
     exactly the live pods' interfaces, with no address handed out twice."""
