@@ -103,7 +103,7 @@ def _request(entry, where):
             "characters" % (where, interface))
     ip = _first(entry, "ip_address", "ipAddress")
     if ip not in (None, ""):
-        ip = addressing.parse_ip(str(ip).split("/")[0], where + ".ip_address")
+        ip = addressing.parse_ip(str(ip).split("/", 1)[0], where + ".ip_address")
     else:
         ip = None
     mac = _first(entry, "mac_address", "macAddress")
@@ -247,7 +247,7 @@ def provider_annotations(provider, entry, subnet):
 
 def interface_entry(request, ip_cidr, mac, gateway, network_routes=()):
     """One ``ovnIfaceList`` entry (the seed's output format)."""
-    routes = [dict(r) for r in network_routes] + [r for r in request.routes]
+    routes = [dict(r) for r in network_routes] + list(request.routes)
     for route in routes:
         route["gw"] = route.get("gw") or gateway
     return {"interface": request.interface, "ip_address": ip_cidr, "mac_address": mac,

@@ -46,7 +46,10 @@ try:
     HAS_KUBERNETES = True
 except ImportError:  # pragma: no cover - the daemon needs it; modules do not
     HAS_KUBERNETES = False
-    ApiException = Exception
+
+    class ApiException(Exception):
+        """Stands for the client's exception where the client is missing."""
+        status = None
 
 LOG = logging.getLogger("ovn4nfv.watcher")
 EVENT_REASON = "InvalidNetworkRequest"
@@ -406,7 +409,7 @@ class Watcher:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="ovn4nfv-watcher", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="ovn4nfv-watcher", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--config", help="JSON settings file (see Config.DEFAULTS)")
     parser.add_argument("--log-level", default=os.environ.get("OVN4NFV_WATCHER_LOG_LEVEL", "INFO"))
     args = parser.parse_args(argv)
@@ -425,4 +428,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

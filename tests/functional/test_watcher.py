@@ -65,7 +65,7 @@ ALLOCATION_BAD = [
 
 
 def test_bad_annotations_yield_events_and_no_ports(k8s):
-    cases = [(case_id, found, expected) for case_id, found, expected in BAD] + ALLOCATION_BAD
+    cases = list(BAD) + ALLOCATION_BAD
     assert len(cases) >= 20
     for index, (_case_id, found, _expected) in enumerate(cases):
         k8s.api.create_pod("bad", "p%d" % index, found)
