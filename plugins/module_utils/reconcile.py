@@ -280,6 +280,7 @@ class View:
         self.idl = idl
         self._by_name = {}
         self._pending = {}
+        self._members = {}
         self._count = 0
 
     def new_row(self, table, values):
@@ -293,6 +294,14 @@ class View:
             if (table, "name") in self._by_name:
                 self._by_name[(table, "name")][values["name"]] = row
         return row
+
+    def members(self, row, column):
+        """The uuids in ``row``'s reference set ``column``, computed once per
+        view (turning a large set into rows costs more than looking it up)."""
+        key = (row.uuid, column)
+        if key not in self._members:
+            self._members[key] = set(r.uuid for r in getattr(row, column))
+        return self._members[key]
 
     def lookup(self, table, name):
         """The row of ``table`` named ``name`` (a list where names repeat,
@@ -500,10 +509,10 @@ class Resource:
         if self.parent.option and item.get(self.parent.option):
             candidate = view.lookup(self.parent.table, item[self.parent.option])
             if candidate is not None and not isinstance(candidate, (list, NewRow)) and \
-                    row in getattr(candidate, self.parent.column):
+                    row.uuid in view.members(candidate, self.parent.column):
                 return candidate
         for prow in view.rows(self.parent.table):
-            if row in getattr(prow, self.parent.column):
+            if row.uuid in view.members(prow, self.parent.column):
                 return prow
         return None
 
