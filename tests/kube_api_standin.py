@@ -11,11 +11,14 @@ resources the watcher uses, and nothing more:
   patch (JSON merge patch, and strategic merge patch treated as one, which
   is exact for annotations);
 * events: create, list;
-* network-attachment-definitions (``k8s.cni.cncf.io/v1``): get, list.
+* network-attachment-definitions (``k8s.cni.cncf.io/v1``): get, list;
+* namespaces: get, list (every namespace a pod or NAD was created in).
 
 Tests drive it in-process: :meth:`KubeAPIStandIn.create_pod`,
 :meth:`delete_pod`, :meth:`compact` (expire every older resourceVersion,
-ending open watches with a 410), :meth:`fail_next` (answer 500 for a while).
+ending open watches with a 410), :meth:`drop_watches` (end open watches
+without a word), :meth:`fail_next` (answer 500 for a while), :meth:`go_away`
+and :meth:`come_back` (stop listening, then listen again on the same port).
 It listens on 127.0.0.1 only.
 """
 
@@ -31,6 +34,7 @@ from urllib.parse import parse_qs, urlparse
 
 _POD = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/pods(?:/(?P<name>[^/]+))?$")
 _EVENTS = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/events$")
+_NAMESPACE = re.compile(r"^/api/v1/namespaces(?:/(?P<name>[^/]+))?$")
 _NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                   r"/network-attachment-definitions(?:/(?P<name>[^/]+))?$")
 
@@ -65,17 +69,45 @@ class KubeAPIStandIn:
         self.history = []            # (rv, event type, object) for watches
         self.failures = 0
         self.requests = 0
+        self.dropped = 0             # bumped to end open watches
         self.created_at = {}         # (ns, name) -> monotonic time, for benchmarks
         self.annotated_at = {}       # (ns, name) -> first patch that wrote ovnIfaceList
         self.stopping = False
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.port = 0
+        self._listen()
+
+    def _listen(self):
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
         self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    def go_away(self):
+        """Stop listening, and end every open watch: the server is gone."""
+        self.drop_watches()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+
+    def come_back(self):
+        """Listen again, on the same port, with the same state."""
+        self._listen()
+
+    def drop_watches(self):
+        """End every open watch stream, as a load balancer might."""
+        with self.lock:
+            self.dropped += 1
+            self.lock.notify_all()
+
+    def namespaces(self):
+        names = set(ns for ns, _n in list(self.pods) + list(self.nads))
+        return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "uid": ns}}
+                for ns in sorted(names)]
+
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.server.server_address[1]
+        return "http://127.0.0.1:%d" % self.port
 
     def kubeconfig(self, path):
         """Write a kubeconfig that points at this server; return its path."""
@@ -226,6 +258,17 @@ def _handler(api):
                     rv = str(api.rv)
                 return self._send(200, {"kind": kind + "List", "apiVersion": "v1",
                                         "metadata": {"resourceVersion": rv}, "items": items})
+            match = _NAMESPACE.match(url.path)
+            if match:
+                with api.lock:
+                    found = api.namespaces()
+                if match.group("name"):
+                    found = [n for n in found if n["metadata"]["name"] == match.group("name")]
+                    if not found:
+                        return self._send(404, _status(404, "NotFound", "namespace %s" % match.group("name")))
+                    return self._send(200, found[0])
+                return self._send(200, {"kind": "NamespaceList", "apiVersion": "v1",
+                                        "metadata": {"resourceVersion": str(api.rv)}, "items": found})
             if _EVENTS.match(url.path):
                 with api.lock:
                     return self._send(200, {"kind": "EventList", "apiVersion": "v1",
@@ -245,9 +288,12 @@ def _handler(api):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             sent = since
+            generation = api.dropped
             try:
                 while True:
                     with api.lock:
+                        if api.dropped != generation:
+                            break
                         if since and since < api.compacted or sent < api.compacted:
                             gone = _status(410, "Expired", "too old resource version: %d (%d)" % (
                                 sent, api.compacted))

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
     annotations as ann, cluster, ovsdb, reconcile, virtual_network as vn)
@@ -72,6 +73,16 @@ class Cluster:
     def pod_ports(self):
         return [p for p in self.box.rows("nb", "Logical_Switch_Port")
                 if p["external_ids"].get("ovn4nfv-role") == "pod-port"]
+
+    def wait_log(self, text, timeout):
+        """Whether ``text`` appears in the watcher's log within ``timeout``
+        seconds (the log is the watcher's own record of the event)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log_text():
+                return True
+            time.sleep(0.1)
+        return False
 
     def log_text(self):
         self.log.flush()

@@ -58,3 +58,15 @@ def test_events_and_failures(api):
             core.list_pod_for_all_namespaces()
         assert err.value.status == 500
     assert core.list_pod_for_all_namespaces().items == []
+
+
+def test_namespaces_and_going_away(api):
+    server, core = api
+    server.create_pod("blue", "a")
+    assert [n.metadata.name for n in core.list_namespace().items] == ["blue"]
+    assert core.read_namespace("blue").metadata.name == "blue"
+    server.go_away()
+    with pytest.raises(Exception):
+        core.list_pod_for_all_namespaces(_request_timeout=2)
+    server.come_back()
+    assert [p.metadata.name for p in core.list_pod_for_all_namespaces().items] == ["a"]

@@ -123,6 +123,16 @@ def test_expired_watch_is_listed_again(k8s):
     k8s.api.create_pod("default", "after", ovn_network({"name": "net1", "interface": "net0"}))
     k8s.annotated("default", "after")
     assert "410 Gone" in k8s.log_text()
+    assert_converged(k8s, "default", 2)
+
+
+def test_dropped_watch_is_resumed(k8s):
+    k8s.api.create_pod("default", "one", ovn_network({"name": "net1", "interface": "net0"}))
+    k8s.annotated("default", "one")
+    k8s.api.drop_watches()
+    k8s.api.create_pod("default", "two", ovn_network({"name": "net1", "interface": "net0"}))
+    k8s.annotated("default", "two")
+    assert_converged(k8s, "default", 2)
 
 
 def test_api_errors_are_retried(k8s):
@@ -130,6 +140,18 @@ def test_api_errors_are_retried(k8s):
     k8s.api.create_pod("default", "patient", ovn_network({"name": "net2", "interface": "net0"}))
     k8s.annotated("default", "patient", timeout=60)
     assert "answered 500" in k8s.log_text()
+    assert_converged(k8s, "default", 1)
+
+
+def test_api_server_going_away_is_retried(k8s):
+    k8s.api.create_pod("default", "first", ovn_network({"name": "net1", "interface": "net0"}))
+    k8s.annotated("default", "first")
+    k8s.api.go_away()
+    k8s.api.create_pod("default", "meanwhile", ovn_network({"name": "net1", "interface": "net0"}))
+    assert k8s.wait_log("unreachable", 30), "the watcher should notice and back off"
+    k8s.api.come_back()
+    k8s.annotated("default", "meanwhile", timeout=60)
+    assert_converged(k8s, "default", 2)
 
 
 MULTUS = ann.MULTUS_NETWORKS
