@@ -26,6 +26,7 @@ import copy
 import datetime
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -70,6 +71,7 @@ class KubeAPIStandIn:
         self.failures = 0
         self.requests = 0
         self.dropped = 0             # bumped to end open watches
+        self.connections = set()     # open client sockets, closed by go_away
         self.created_at = {}         # (ns, name) -> monotonic time, for benchmarks
         self.annotated_at = {}       # (ns, name) -> first patch that wrote ovnIfaceList
         self.stopping = False
@@ -84,11 +86,18 @@ class KubeAPIStandIn:
         self.thread.start()
 
     def go_away(self):
-        """Stop listening, and end every open watch: the server is gone."""
+        """Stop listening and close every open connection: the server is gone."""
         self.drop_watches()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(10)
+        with self.lock:
+            open_sockets = list(self.connections)
+        for sock in open_sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def come_back(self):
         """Listen again, on the same port, with the same state."""
@@ -208,6 +217,19 @@ def _handler(api):
 
         def log_message(self, *args):
             pass
+
+        def setup(self):
+            super().setup()
+            with api.lock:
+                api.connections.add(self.connection)
+
+        def finish(self):
+            with api.lock:
+                api.connections.discard(self.connection)
+            try:
+                super().finish()
+            except OSError:
+                pass
 
         def _send(self, code, body):
             data = json.dumps(body).encode()

@@ -74,6 +74,14 @@ class Cluster:
         return [p for p in self.box.rows("nb", "Logical_Switch_Port")
                 if p["external_ids"].get("ovn4nfv-role") == "pod-port"]
 
+    def wait_ports_gone(self, names, timeout=30):
+        """Block until none of the switch ports ``names`` exists, woken by
+        the NB's update stream."""
+        with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, ("Logical_Switch_Port",)) as db:
+            gone = db.wait_for(lambda idl: not any(
+                r.name in names for r in idl.tables["Logical_Switch_Port"].rows.values()), timeout)
+        assert gone, "ports %s still exist; watcher log:\n%s" % (names, self.log_text())
+
     def wait_log(self, text, timeout):
         """Whether ``text`` appears in the watcher's log within ``timeout``
         seconds (the log is the watcher's own record of the event)."""

@@ -47,7 +47,7 @@ def test_delete_frees_ports_and_address(k8s):
     k8s.api.create_pod("default", "a", ovn_network({"name": "net1", "interface": "net0"}))
     first = k8s.annotated("default", "a")[0]["ip_address"]
     k8s.api.delete_pod("default", "a")
-    assert k8s.box.run("ovn-nbctl", "--db=" + k8s.box.nb_db, "--wait=sb", "sync") is not None
+    k8s.wait_ports_gone(["default_a_net0"])
     k8s.api.create_pod("default", "b", ovn_network({"name": "net1", "interface": "net0"}))
     assert k8s.annotated("default", "b")[0]["ip_address"] == first
     assert [p["name"] for p in k8s.pod_ports()] == ["default_b_net0"]
@@ -101,9 +101,8 @@ def test_web_and_web_1(k8s):
         k8s.api.create_pod("default", name, ovn_network({"name": "net1", "interface": "net0"}))
         k8s.annotated("default", name)
     k8s.api.delete_pod("default", "web")
-    k8s.api.create_pod("default", "sentinel", ovn_network({"name": "net2", "interface": "net0"}))
-    k8s.annotated("default", "sentinel")        # the deletion before it has been handled
-    assert sorted(p["name"] for p in k8s.pod_ports()) == ["default_sentinel_net0", "default_web-1_net0"]
+    k8s.wait_ports_gone(["default_web_net0"])
+    assert sorted(p["name"] for p in k8s.pod_ports()) == ["default_web-1_net0"]
 
 
 def test_legacy_and_nfn_forms(k8s):
@@ -197,6 +196,7 @@ def test_macvlan_attachment_with_ovn4nfv_ipam(k8s):
     assert k8s.api.pod("default", "mv2")["metadata"]["annotations"]["macvlan.default.kubernetes.io/ip_address"] == \
         "172.16.30.77"
     k8s.api.delete_pod("default", "mv1")
+    k8s.wait_ports_gone(["default_mv1_net1"])
     k8s.api.create_pod("default", "mv3", {MULTUS: "macvlan"})
     k8s.annotated("default", "mv3")
     assert k8s.api.pod("default", "mv3")["metadata"]["annotations"]["macvlan.default.kubernetes.io/ip_address"] == \
