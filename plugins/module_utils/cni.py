@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The CNI side of the product: the request rules and the entry point.
+
+The entry point (:func:`main`) is what the container runtime executes as
+the ``ovn4nfv`` (and ``ovn4nfv-ipam``) plugin. It must start fast, so this
+module uses the standard library only. It checks the request, forwards it
+to the node agent over a unix socket (``server_socket``, by default
+:data:`DEFAULT_SOCKET`) as one JSON line, and prints the agent's CNI result
+or a CNI error: never a traceback.
+
+:func:`parse_request` holds the rules once; the node agent applies the same
+function to what it receives.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fcntl
+import json
+import os
+import re
+import socket
+import sys
+
+SPEC_VERSION = "1.1.0"
+SUPPORTED_VERSIONS = ("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
+COMMANDS = ("ADD", "DEL", "CHECK", "VERSION", "STATUS", "GC")
+DEFAULT_SOCKET = "/run/ovn4nfv/agent.sock"
+DEFAULT_TIMEOUT = 120
+
+# CNI error codes (specification, "Error codes")
+INCOMPATIBLE_VERSION = 1
+UNSUPPORTED_FIELD = 2
+UNKNOWN_CONTAINER = 3
+INVALID_ENVIRONMENT = 4
+IO_FAILURE = 5
+DECODE_FAILURE = 6
+INVALID_CONFIG = 7
+TRY_AGAIN = 11
+PLUGIN_NOT_AVAILABLE = 50      # STATUS: the plugin cannot serve ADDs now
+
+_CONTAINER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,511}$")
+# Kernel rules: at most 15 bytes, not "." or "..", no '/', ':' or white space.
+_IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_NS_GET_NSTYPE = 0xB703        # ioctl: which kind of namespace a file is
+_CLONE_NEWNET = 0x40000000
+
+
+class CNIError(Exception):
+    """A CNI error: a code from the specification, a message, details."""
+
+    def __init__(self, code, msg, details=""):
+        super(CNIError, self).__init__(msg)
+        self.code = code
+        self.msg = msg
+        self.details = details
+
+    def to_json(self, version):
+        return {"cniVersion": version, "code": self.code, "msg": self.msg, "details": self.details}
+
+
+def parse_cni_args(text):
+    """``CNI_ARGS`` (``K=V;K=V``) as a dict."""
+    out = {}
+    for part in (text or "").split(";"):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise CNIError(INVALID_ENVIRONMENT, "CNI_ARGS: %r is not KEY=VALUE" % part)
+        out[key] = value
+    return out
+
+
+def check_netns(path):
+    """Refuse a namespace path that is missing, is not a network namespace,
+    or is the node's own network namespace (compared by identity: runtimes
+    pass /var/run/netns/... and /proc/<pid>/ns/net alike)."""
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise CNIError(UNKNOWN_CONTAINER, "CNI_NETNS: %s does not exist" % path)
+    except OSError as exc:
+        raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %s cannot be opened (%s)" % (path, exc.strerror))
+    try:
+        try:
+            kind = fcntl.ioctl(handle, _NS_GET_NSTYPE)
+        except OSError:
+            kind = None
+        if kind != _CLONE_NEWNET:
+            raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %s is not a network namespace" % path)
+        mine = os.stat("/proc/self/ns/net")
+        theirs = os.fstat(handle)
+        if (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino):
+            raise CNIError(INVALID_ENVIRONMENT,
+                           "CNI_NETNS: %s is the node's own network namespace; refusing to touch it" % path)
+    finally:
+        os.close(handle)
+
+
+def parse_request(environ, stdin_text):
+    """Check a CNI request; return ``{command, version, config, container_id,
+    netns, ifname, args}``. Raises :class:`CNIError` with the right code."""
+    command = environ.get("CNI_COMMAND")
+    if command not in COMMANDS:
+        raise CNIError(INVALID_ENVIRONMENT, "CNI_COMMAND: %r is not one of %s" % (command, ", ".join(COMMANDS)))
+    config = {}
+    if command != "VERSION" or stdin_text.strip():
+        try:
+            config = json.loads(stdin_text)
+        except ValueError as exc:
+            raise CNIError(DECODE_FAILURE, "the network configuration on stdin is not JSON: %s" % exc)
+        if not isinstance(config, dict):
+            raise CNIError(DECODE_FAILURE, "the network configuration on stdin is not a JSON object")
+    version = config.get("cniVersion", SPEC_VERSION)
+    if command != "VERSION" and version not in SUPPORTED_VERSIONS:
+        raise CNIError(INCOMPATIBLE_VERSION, "cniVersion %r is not supported; supported: %s" % (
+            version, ", ".join(SUPPORTED_VERSIONS)), "")
+    request = {"command": command, "version": version, "config": config}
+    if command in ("VERSION", "STATUS", "GC"):
+        return request
+    if not config.get("name") or not config.get("type"):
+        raise CNIError(INVALID_CONFIG, "the network configuration needs a name and a type")
+    container = environ.get("CNI_CONTAINERID", "")
+    if not _CONTAINER_ID.match(container):
+        raise CNIError(INVALID_ENVIRONMENT, "CNI_CONTAINERID: %r is not a valid container ID" % container)
+    ifname = environ.get("CNI_IFNAME", "")
+    if not _IFNAME.match(ifname) or ifname in (".", ".."):
+        raise CNIError(INVALID_ENVIRONMENT,
+                       "CNI_IFNAME: %r is not a valid interface name (1-15 of letters, digits, '_', '.', '-')" % ifname)
+    netns = environ.get("CNI_NETNS", "")
+    if command == "ADD" or (command == "CHECK"):
+        if not netns:
+            raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %s needs a network namespace" % command)
+        check_netns(netns)
+    elif netns and os.path.exists(netns):
+        check_netns(netns)       # DEL: a namespace that is already gone is fine
+    request.update(container_id=container, ifname=ifname, netns=netns,
+                   args=parse_cni_args(environ.get("CNI_ARGS")))
+    return request
+
+
+def call_agent(socket_path, request, timeout):
+    """Send one request to the node agent; return its answer (a dict)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(socket_path)
+        except OSError as exc:
+            raise CNIError(TRY_AGAIN, "the node agent is not reachable at %s (%s)" % (
+                socket_path, exc.strerror or exc), "is the ovn4nfv node agent running?")
+        try:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except socket.timeout:
+            raise CNIError(TRY_AGAIN, "the node agent at %s did not answer within %ss" % (socket_path, timeout))
+        except OSError as exc:
+            raise CNIError(IO_FAILURE, "talking to the node agent at %s failed (%s)" % (
+                socket_path, exc.strerror or exc))
+    finally:
+        sock.close()
+    try:
+        answer = json.loads(data.decode() or "null")
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise CNIError(IO_FAILURE, "the node agent at %s answered nothing readable" % socket_path)
+    return answer
+
+
+def run(environ, stdin_text):
+    """One invocation: returns (exit code, JSON document to print)."""
+    version = SPEC_VERSION
+    try:
+        request = parse_request(environ, stdin_text)
+        version = request["version"]
+        if request["command"] == "VERSION":
+            return 0, {"cniVersion": version, "supportedVersions": list(SUPPORTED_VERSIONS)}
+        config = request["config"]
+        ipam = config.get("ipam") if isinstance(config.get("ipam"), dict) else {}
+        socket_path = config.get("server_socket") or ipam.get("server_socket") or DEFAULT_SOCKET
+        timeout = config.get("timeout") or DEFAULT_TIMEOUT
+        if not isinstance(socket_path, str) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise CNIError(INVALID_CONFIG, "server_socket must be a path and timeout a positive number")
+        try:
+            answer = call_agent(socket_path, request, timeout)
+        except CNIError as exc:
+            if request["command"] == "STATUS":
+                raise CNIError(PLUGIN_NOT_AVAILABLE, exc.msg, exc.details)
+            raise
+        if "error" in answer:
+            error = answer["error"]
+            raise CNIError(error.get("code", IO_FAILURE), error.get("msg", "the node agent failed"),
+                           error.get("details", ""))
+        return 0, answer.get("result")
+    except CNIError as exc:
+        return 1, exc.to_json(version)
+    except Exception as exc:  # noqa: the runtime must get CNI's error JSON, never a traceback
+        return 1, CNIError(IO_FAILURE, "unexpected failure: %s" % exc).to_json(version)
+
+
+def main():
+    """The plugin executable: environment and stdin in, JSON out."""
+    try:
+        stdin_text = sys.stdin.read()
+    except (OSError, ValueError):
+        stdin_text = ""             # no stdin at all: parse_request says what is missing
+    code, document = run(dict(os.environ), stdin_text)
+    if document is not None:
+        sys.stdout.write(json.dumps(document) + "\n")
+        sys.stdout.flush()
+    return code

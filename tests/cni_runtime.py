@@ -1,0 +1,35 @@
+"""Calling CNI plugins the way a container runtime does: the command and
+its arguments in CNI_* environment variables, the network configuration on
+stdin, the result or error as JSON on stdout."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+
+def install_plugin(bin_dir, collections, name="ovn4nfv"):
+    """Write the ovn4nfv plugin executable into ``bin_dir``, as the cni role
+    installs it, running the entry point from the working tree."""
+    path = os.path.join(bin_dir, name)
+    with open(path, "w") as handle:
+        handle.write("#!%s\nimport sys\nsys.path.insert(0, %r)\n"
+                     "from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cni import main\n"
+                     "raise SystemExit(main())\n" % (sys.executable, collections))
+    os.chmod(path, 0o755)
+    return path
+
+
+def call(plugin, command, config, netns="", ifname="net0", container_id=None, args="", extra_env=None,
+         stdin=None, timeout=60):
+    """Run ``plugin``; return (exit code, parsed stdout, stderr)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CNI_COMMAND": command,
+           "CNI_CONTAINERID": container_id if container_id is not None else uuid.uuid4().hex,
+           "CNI_NETNS": netns, "CNI_IFNAME": ifname, "CNI_ARGS": args,
+           "CNI_PATH": os.path.dirname(plugin) + ":/usr/lib/cni"}
+    env.update(extra_env or {})
+    proc = subprocess.run([plugin], input=stdin if stdin is not None else json.dumps(config), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=timeout, check=False)
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
