@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -141,6 +142,49 @@ def parse_request(environ, stdin_text):
     request.update(container_id=container, ifname=ifname, netns=netns,
                    args=parse_cni_args(environ.get("CNI_ARGS")))
     return request
+
+
+def host_ifname(pod_uid, interface):
+    """The node-side veth name for one interface of one pod: deterministic,
+    14 characters (the kernel allows 15), and distinct per pod and
+    interface, so a retried ADD or a DEL finds the same device."""
+    digest = hashlib.sha1(("%s/%s" % (pod_uid, interface)).encode("utf-8")).hexdigest()
+    return "o4n" + digest[:11]
+
+
+def select_entries(entries, ifname, per_attachment):
+    """The ``ovnIfaceList`` entries one call sets up: all of them when the
+    plugin is called once per pod, or the one named ``CNI_IFNAME`` when it
+    is called once per attachment (as Multus calls it)."""
+    if not per_attachment:
+        return list(entries)
+    chosen = [e for e in entries if e.get("interface") == ifname]
+    if not chosen:
+        raise CNIError(INVALID_CONFIG, "the pod's interface list has no interface %s (it has %s)" % (
+            ifname, ", ".join(e.get("interface", "?") for e in entries) or "none"))
+    return chosen
+
+
+def result(version, entries, sandbox, host_interfaces=None):
+    """The CNI result for ``entries`` (``ovnIfaceList`` form), in the result
+    format of ``version``: IPs point at their interface by index; the
+    default route is given where an entry carries the default gateway."""
+    interfaces, ips, routes = [], [], []
+    for entry in entries:
+        index = len(interfaces)
+        interfaces.append({"name": entry["interface"], "mac": entry["mac_address"], "sandbox": sandbox})
+        address = entry["ip_address"]
+        ip = {"address": address, "gateway": entry.get("gateway_ip"), "interface": index}
+        if version.startswith("0."):
+            ip["version"] = "6" if ":" in address else "4"
+        ips.append(ip)
+        for route in entry.get("routes") or []:
+            routes.append({"dst": route["dst"], "gw": route.get("gw") or entry.get("gateway_ip")})
+        if entry.get("default_gateway") and entry.get("gateway_ip"):
+            routes.append({"dst": "::/0" if ":" in address else "0.0.0.0/0", "gw": entry["gateway_ip"]})
+    for name, mac in host_interfaces or []:
+        interfaces.append({"name": name, "mac": mac})
+    return {"cniVersion": version, "interfaces": interfaces, "ips": ips, "routes": routes, "dns": {}}
 
 
 def call_agent(socket_path, request, timeout):
