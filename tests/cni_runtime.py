@@ -22,14 +22,16 @@ def install_plugin(bin_dir, collections, name="ovn4nfv"):
 
 
 def call(plugin, command, config, netns="", ifname="net0", container_id=None, args="", extra_env=None,
-         stdin=None, timeout=60):
-    """Run ``plugin``; return (exit code, parsed stdout, stderr)."""
+         stdin=None, timeout=60, node=None):
+    """Run ``plugin`` (inside the network namespace ``node``, the node's,
+    when given); return (exit code, parsed stdout, stderr)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CNI_COMMAND": command,
            "CNI_CONTAINERID": container_id if container_id is not None else uuid.uuid4().hex,
            "CNI_NETNS": netns, "CNI_IFNAME": ifname, "CNI_ARGS": args,
            "CNI_PATH": os.path.dirname(plugin) + ":/usr/lib/cni"}
     env.update(extra_env or {})
-    proc = subprocess.run([plugin], input=stdin if stdin is not None else json.dumps(config), env=env,
+    argv = (["ip", "netns", "exec", node] if node else []) + [plugin]
+    proc = subprocess.run(argv, input=stdin if stdin is not None else json.dumps(config), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                           timeout=timeout, check=False)
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr

@@ -17,8 +17,15 @@ import uuid
 from sandbox import Sandbox
 
 
+def ns_name(netns):
+    """A namespace's name for ``ip netns exec``, from its name or its path
+    under /var/run/netns."""
+    return os.path.basename(netns) if netns.startswith("/var/run/netns/") else netns
+
+
 def ip(*args, netns=None, check=True):
-    cmd = (["ip", "netns", "exec", netns] if netns else []) + list(args)
+    """Run a command, inside the namespace ``netns`` when given."""
+    cmd = (["ip", "netns", "exec", ns_name(netns)] if netns else []) + list(args)
     return subprocess.run(cmd, check=check, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=60)
 
@@ -164,7 +171,7 @@ def tcp_exchange(server_ns, client_ns, address, port, timeout=10):
     """Run a one-shot TCP server in ``server_ns`` and a client in
     ``client_ns``. Returns (client's reply, source address the server saw),
     or (None, None) when no connection was made within ``timeout``."""
-    server = subprocess.Popen(["ip", "netns", "exec", server_ns, "python3", "-c", TCP_SERVER,
+    server = subprocess.Popen(["ip", "netns", "exec", ns_name(server_ns), "python3", "-c", TCP_SERVER,
                                address, str(port), str(timeout)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True)

@@ -4,7 +4,8 @@ No kube-apiserver can be installed on these machines, so the watcher's tests
 run it against this server, which speaks the same HTTP protocol for the
 resources the watcher uses, and nothing more:
 
-* pods: list (all namespaces or one) with ``resourceVersion``; watch as a
+* pods: list (all namespaces or one, with ``metadata.name`` and
+  ``metadata.namespace`` field selectors) with ``resourceVersion``; watch as a
   chunked stream of JSON events from a ``resourceVersion``, ending after
   ``timeoutSeconds``; ``410 Gone`` (an ``ERROR`` event with code 410, as the
   real server sends it) when that version has been compacted away; get;
@@ -206,6 +207,18 @@ class KubeAPIStandIn:
             self.failure_code = code
 
 
+def _selected(obj, selector):
+    """Whether ``obj`` passes a field selector (``metadata.name=x,...``)."""
+    for term in (t for t in (selector or "").split(",") if t):
+        field, _sep, value = term.partition("=")
+        value = value.lstrip("=")
+        if field == "metadata.name" and obj["metadata"]["name"] != value:
+            return False
+        if field == "metadata.namespace" and obj["metadata"]["namespace"] != value:
+            return False
+    return True
+
+
 def _status(code, reason, message):
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason, "code": code}
@@ -276,7 +289,7 @@ def _handler(api):
                     return self._watch(kind, ns, query)
                 with api.lock:
                     items = [copy.deepcopy(o) for (o_ns, _n), o in sorted(store.items())
-                             if ns is None or o_ns == ns]
+                             if (ns is None or o_ns == ns) and _selected(o, query.get("fieldSelector"))]
                     rv = str(api.rv)
                 return self._send(200, {"kind": kind + "List", "apiVersion": "v1",
                                         "metadata": {"resourceVersion": rv}, "items": items})
@@ -324,7 +337,8 @@ def _handler(api):
                         else:
                             lines = [{"type": t, "object": copy.deepcopy(o)} for rv, t, o in api.history
                                      if rv > sent and o.get("kind") == kind
-                                     and (ns is None or o["metadata"]["namespace"] == ns)]
+                                     and (ns is None or o["metadata"]["namespace"] == ns)
+                                     and _selected(o, query.get("fieldSelector"))]
                             sent = api.rv
                             done = False
                         if not lines and not done:

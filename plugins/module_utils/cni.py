@@ -187,8 +187,8 @@ def result(version, entries, sandbox, host_interfaces=None):
     return {"cniVersion": version, "interfaces": interfaces, "ips": ips, "routes": routes, "dns": {}}
 
 
-def call_agent(socket_path, request, timeout):
-    """Send one request to the node agent; return its answer (a dict)."""
+def call_agent(socket_path, message, timeout):
+    """Send one message to the node agent; return its answer (a dict)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -198,7 +198,7 @@ def call_agent(socket_path, request, timeout):
             raise CNIError(TRY_AGAIN, "the node agent is not reachable at %s (%s)" % (
                 socket_path, exc.strerror or exc), "is the ovn4nfv node agent running?")
         try:
-            sock.sendall(json.dumps(request).encode() + b"\n")
+            sock.sendall(json.dumps(message).encode() + b"\n")
             data = b""
             while not data.endswith(b"\n"):
                 chunk = sock.recv(65536)
@@ -235,8 +235,11 @@ def run(environ, stdin_text):
         timeout = config.get("timeout") or DEFAULT_TIMEOUT
         if not isinstance(socket_path, str) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise CNIError(INVALID_CONFIG, "server_socket must be a path and timeout a positive number")
+        # The agent checks the same request again, with the same rules.
+        message = {"env": dict((k, v) for k, v in environ.items() if k.startswith("CNI_")),
+                   "stdin": stdin_text}
         try:
-            answer = call_agent(socket_path, request, timeout)
+            answer = call_agent(socket_path, message, timeout)
         except CNIError as exc:
             if request["command"] == "STATUS":
                 raise CNIError(PLUGIN_NOT_AVAILABLE, exc.msg, exc.details)

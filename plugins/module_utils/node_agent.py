@@ -1,0 +1,367 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node agent: the CNI plugin's worker on each node.
+
+Run as ``python -m <package>.node_agent --config FILE``. It listens on a
+unix socket for the CNI entry point (:mod:`.cni`), keeps its OVSDB
+connection to the local Open vSwitch open between calls, and does the work
+with pyroute2 (netlink). For an ``ADD`` it waits for the pod's
+``ovnIfaceList`` through a Kubernetes watch (bounded), then for each
+interface: a veth pair whose node side has a stable name, the MAC, the IP,
+the MTU and the routes in the pod, the default route only where flagged,
+``tx`` checksum offload off on the pod side (the userspace datapath drops
+partial checksums), and the node side on ``br-int`` with
+``external_ids:iface-id`` set to the logical port. It then waits on the OVS
+update stream until ``ovn-controller`` marks the port ``ovn-installed``. A
+failed ADD removes what it made; DEL is idempotent.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import argparse
+import ctypes
+import json
+import logging
+import os
+import signal
+import socketserver
+import sys
+import threading
+
+from . import annotations, cni, ovsdb, reconcile
+from .errors import Ovn4nfvError, ValidationError
+from .ovs_resources import Port
+
+try:
+    from pyroute2 import IPRoute, NetNS
+    from pyroute2.ethtool import Ethtool
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes import watch as k8s_watch
+    HAS_AGENT_LIBRARIES = True
+except ImportError:  # pragma: no cover - the agent needs them; modules do not
+    HAS_AGENT_LIBRARIES = False
+
+LOG = logging.getLogger("ovn4nfv.node_agent")
+OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
+K_CONTAINER = "ovn4nfv-container-id"
+K_POD_UID = "ovn4nfv-pod-uid"
+INTERFACE_EXISTS = 100        # plugin-specific CNI error: ADD onto an existing interface
+ANNOTATION_TIMEOUT = 101      # plugin-specific CNI error: the watcher wrote nothing in time
+NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did not install the port
+CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
+
+
+class AgentConfig:
+    """The agent's settings, from a JSON file."""
+
+    DEFAULTS = {"socket": cni.DEFAULT_SOCKET, "ovs_db": ovsdb.DEFAULT_OVS_DB, "kubeconfig": None,
+                "bridge": "br-int", "annotation_seconds": 60, "install_seconds": 30, "ovsdb_timeout": 10,
+                # where br-int and the node sides of the veths live; None: the agent's own
+                "node_netns": None}
+
+    def __init__(self, **values):
+        unknown = set(values) - set(self.DEFAULTS)
+        if unknown:
+            raise ValidationError("node agent config: unknown keys %s" % ", ".join(sorted(unknown)))
+        settings = dict(self.DEFAULTS)
+        settings.update(values)
+        self.__dict__.update(settings)
+
+
+def in_netns(path, function):
+    """Run ``function()`` inside the network namespace at ``path``, in a
+    thread of its own (setns changes only the calling thread), and return
+    its result."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    outcome = {}
+
+    def target():
+        handle = os.open(path, os.O_RDONLY)
+        try:
+            if libc.setns(handle, 0x40000000) != 0:
+                outcome["error"] = OSError(ctypes.get_errno(), "setns into %s failed" % path)
+                return
+        finally:
+            os.close(handle)
+        try:
+            outcome["value"] = function()
+        except Exception as exc:  # noqa: handed back to the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def tx_offload_off(netns, ifname):
+    """``ethtool -K <ifname> tx off`` inside ``netns``."""
+    def switch_off():
+        tool = Ethtool()
+        try:
+            features = tool.get_features(ifname)
+            for name, feature in features.features.items():
+                if name.startswith("tx-checksum") and feature.enable:
+                    feature.enable = False
+            tool.set_features(ifname, features)
+        finally:
+            tool.close()
+    in_netns(netns, switch_off)
+
+
+class NodeAgent:
+    """Serves CNI requests; :meth:`serve_forever` blocks until :meth:`stop`."""
+
+    def __init__(self, config, api_client=None):
+        if not HAS_AGENT_LIBRARIES:
+            raise Ovn4nfvError("the node agent needs pyroute2 and the kubernetes client")
+        self.config = config
+        if api_client is None:
+            if config.kubeconfig:
+                api_client = k8s_config.new_client_from_config(config.kubeconfig)
+            else:
+                k8s_config.load_incluster_config()
+                api_client = k8s_client.ApiClient()
+        self.core = k8s_client.CoreV1Api(api_client)
+        self.ovs = ovsdb.Database(config.ovs_db, ovsdb.OVS_SCHEMA, OVS_TABLES,
+                                  timeout=config.ovsdb_timeout, field="ovs_db")
+        self.server = None
+
+    # -- the socket ----------------------------------------------------------
+    def serve_forever(self):
+        if os.path.exists(self.config.socket):
+            os.unlink(self.config.socket)
+        os.makedirs(os.path.dirname(self.config.socket) or ".", exist_ok=True)
+        agent = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                line = self.rfile.readline()
+                self.wfile.write(json.dumps(agent.answer(line)).encode() + b"\n")
+
+        socketserver.ThreadingUnixStreamServer.daemon_threads = True
+        self.server = socketserver.ThreadingUnixStreamServer(self.config.socket, Handler)
+        os.chmod(self.config.socket, 0o600)
+        LOG.info("listening on %s", self.config.socket)
+        try:
+            self.server.serve_forever()
+        finally:
+            self.server.server_close()
+            self.ovs.close()
+
+    def stop(self, *_args):
+        if self.server is not None:
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+    def answer(self, line):
+        version = cni.SPEC_VERSION
+        try:
+            message = json.loads(line.decode() or "null")
+            request = cni.parse_request(message["env"], message["stdin"])
+            version = request["version"]
+            command = request["command"]
+            if command == "ADD":
+                return {"result": self.add(request)}
+            if command == "DEL":
+                self.delete(request)
+                return {"result": None}
+            if command == "CHECK":
+                self.check(request)
+                return {"result": None}
+            return {"result": None}         # STATUS: reachable and connected; GC: nothing kept
+        except cni.CNIError as exc:
+            return {"error": exc.to_json(version)}
+        except (ValueError, KeyError, TypeError) as exc:
+            return {"error": cni.CNIError(cni.DECODE_FAILURE, "unreadable request: %s" % exc).to_json(version)}
+        except Exception as exc:  # noqa: a CNI error, never a dead connection
+            LOG.exception("request failed")
+            return {"error": cni.CNIError(cni.IO_FAILURE, str(exc)).to_json(version)}
+
+    # -- the pod's interface list ------------------------------------------------
+    def _pod(self, request):
+        args = request["args"]
+        namespace, name = args.get("K8S_POD_NAMESPACE"), args.get("K8S_POD_NAME")
+        if not namespace or not name:
+            raise cni.CNIError(cni.INVALID_ENVIRONMENT, "CNI_ARGS: K8S_POD_NAMESPACE and K8S_POD_NAME are needed")
+        return namespace, name
+
+    def _entries(self, namespace, name):
+        """The pod's ``ovnIfaceList``, waiting for the watcher through a
+        watch on that pod, bounded by ``annotation_seconds``."""
+        field = "metadata.name=%s" % name
+        pods = self.core.list_namespaced_pod(namespace, field_selector=field)
+        for pod in pods.items:
+            if pod.metadata.name != name:
+                continue
+            text = (pod.metadata.annotations or {}).get(annotations.IFACE_LIST)
+            if text:
+                return pod.metadata.uid, annotations.parse_iface_list(text)
+        watch = k8s_watch.Watch()
+        for event in watch.stream(self.core.list_namespaced_pod, namespace, field_selector=field,
+                                  resource_version=pods.metadata.resource_version,
+                                  timeout_seconds=self.config.annotation_seconds):
+            pod = event["object"]
+            text = (pod.metadata.annotations or {}).get(annotations.IFACE_LIST)
+            if text and pod.metadata.name == name:
+                watch.stop()
+                return pod.metadata.uid, annotations.parse_iface_list(text)
+        raise cni.CNIError(ANNOTATION_TIMEOUT, "pod %s/%s has no %s after %ss; is the watcher running?" % (
+            namespace, name, annotations.IFACE_LIST, self.config.annotation_seconds))
+
+    # -- ADD ---------------------------------------------------------------
+    def add(self, request):
+        namespace, name = self._pod(request)
+        uid, entries = self._entries(namespace, name)
+        config = request["config"]
+        entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
+        netns = request["netns"]
+        with NetNS(netns) as pod_ns:
+            for entry in entries:
+                if pod_ns.link_lookup(ifname=entry["interface"]):
+                    raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (
+                        entry["interface"], netns))
+        netdev = self._netdev()
+        made = []
+        try:
+            for entry in entries:
+                host = cni.host_ifname(uid, entry["interface"])
+                self._veth(netns, host, entry, config.get("mtu"), netdev)
+                made.append(host)
+            self._attach([(cni.host_ifname(uid, e["interface"]), e) for e in entries], namespace, name, uid,
+                         request["container_id"])
+            self._wait_installed(made)
+        except Exception:
+            self._remove(made)
+            raise
+        hosts = []
+        with self._node() as ipr:
+            for host in made:
+                link = ipr.get_links(ipr.link_lookup(ifname=host)[0])[0]
+                hosts.append((host, link.get_attr("IFLA_ADDRESS")))
+        LOG.info("ADD %s/%s: %s", namespace, name, ", ".join(e["interface"] for e in entries))
+        return cni.result(request["version"], entries, netns, hosts)
+
+    def _node(self):
+        """Netlink in the node's network namespace."""
+        return NetNS(self.config.node_netns) if self.config.node_netns else IPRoute()
+
+    def _netdev(self):
+        def datapath(idl):
+            for bridge in idl.tables["Bridge"].rows.values():
+                if bridge.name == self.config.bridge:
+                    return bridge.datapath_type
+            return None
+        kind = self.ovs.read(datapath)
+        if kind is None:
+            raise cni.CNIError(cni.TRY_AGAIN, "bridge %s does not exist yet; is ovn-controller running?" %
+                               self.config.bridge)
+        return kind == "netdev"
+
+    def _veth(self, netns, host, entry, mtu, netdev):
+        ip, _sep, prefix = entry["ip_address"].partition("/")
+        with self._node() as ipr:
+            ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
+            index = ipr.link_lookup(ifname=host)[0]
+            ipr.link("set", index=index, state="up", **({"mtu": mtu} if mtu else {}))
+        with NetNS(netns) as pod_ns:
+            index = pod_ns.link_lookup(ifname=entry["interface"])[0]
+            settings = {"address": entry["mac_address"], "state": "up"}
+            if mtu:
+                settings["mtu"] = mtu
+            pod_ns.link("set", index=index, **settings)
+            pod_ns.addr("add", index=index, address=ip, prefixlen=int(prefix))
+            gateway = entry.get("gateway_ip")
+            for route in entry.get("routes") or []:
+                pod_ns.route("add", dst=route["dst"], gateway=route.get("gw") or gateway, oif=index)
+            if entry.get("default_gateway") and gateway:
+                pod_ns.route("add", dst="0.0.0.0/0", gateway=gateway, oif=index)
+        if netdev:
+            tx_offload_off(netns, entry["interface"])
+
+    def _attach(self, hosts, namespace, name, uid, container_id):
+        config = [{"name": host, "bridge": self.config.bridge, "external_ids": {
+            "iface-id": "%s_%s_%s" % (namespace, name, entry["interface"]), "attached-mac": entry["mac_address"],
+            K_POD_UID: uid, K_CONTAINER: container_id, "ovn4nfv-pod": "%s/%s" % (namespace, name)}}
+            for host, entry in hosts]
+        reconcile.reconcile(Port(), config, "merged", self.ovs)
+
+    def _wait_installed(self, hosts):
+        def installed(idl):
+            ready = set()
+            for iface in idl.tables["Interface"].rows.values():
+                if iface.name in hosts and iface.external_ids.get("ovn-installed") == "true":
+                    ready.add(iface.name)
+            return ready == set(hosts)
+        if not self.ovs.wait_for(installed, self.config.install_seconds):
+            raise cni.CNIError(NOT_INSTALLED, "ovn-controller did not install %s within %ss" % (
+                ", ".join(hosts), self.config.install_seconds))
+
+    # -- DEL ---------------------------------------------------------------
+    def delete(self, request):
+        container = request["container_id"]
+        hosts = self.ovs.read(lambda idl: sorted(
+            iface.name for iface in idl.tables["Interface"].rows.values()
+            if iface.external_ids.get(K_CONTAINER) == container))
+        self._remove(hosts)
+        LOG.info("DEL %s: %s", container, ", ".join(hosts) or "nothing left")
+
+    def _remove(self, hosts):
+        if not hosts:
+            return
+        reconcile.reconcile(Port(), [{"name": host} for host in hosts], "deleted", self.ovs)
+        with self._node() as ipr:
+            for host in hosts:
+                for index in ipr.link_lookup(ifname=host):
+                    ipr.link("del", index=index)
+
+    # -- CHECK -------------------------------------------------------------
+    def check(self, request):
+        namespace, name = self._pod(request)
+        _uid, entries = self._entries(namespace, name)
+        entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
+        with NetNS(request["netns"]) as pod_ns:
+            for entry in entries:
+                found = pod_ns.link_lookup(ifname=entry["interface"])
+                if not found:
+                    raise cni.CNIError(CHECK_FAILED, "interface %s is missing" % entry["interface"])
+                link = pod_ns.get_links(found[0])[0]
+                if link.get_attr("IFLA_ADDRESS") != entry["mac_address"]:
+                    raise cni.CNIError(CHECK_FAILED, "interface %s has MAC %s, not %s" % (
+                        entry["interface"], link.get_attr("IFLA_ADDRESS"), entry["mac_address"]))
+                ip, _sep, prefix = entry["ip_address"].partition("/")
+                addresses = set((a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in pod_ns.get_addr(index=found[0]))
+                if (ip, int(prefix)) not in addresses:
+                    raise cni.CNIError(CHECK_FAILED, "interface %s lacks the address %s" % (
+                        entry["interface"], entry["ip_address"]))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="ovn4nfv-node-agent", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--config", help="JSON settings file (see AgentConfig.DEFAULTS)")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        values = {}
+        if args.config:
+            with open(args.config) as handle:
+                values = json.load(handle)
+        agent = NodeAgent(AgentConfig(**values))
+    except (Ovn4nfvError, OSError, ValueError) as exc:
+        LOG.error("%s", exc)
+        return 2
+    signal.signal(signal.SIGTERM, agent.stop)
+    signal.signal(signal.SIGINT, agent.stop)
+    agent.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""The CNI plugin and its node agent on a real node: ovs-vswitchd (netdev)
+and ovn-controller in the node's namespace, pods as namespaces, the
+plugin executed as a runtime executes it, the agent as a process. The
+pods' interface lists are written on the API stand-in the way the watcher
+writes them, with the same core functions."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
+    annotations as ann, cluster, ovs_resources, ovsdb, pod_ports, reconcile, virtual_network as vn)
+from cni_runtime import call, install_plugin
+from dataplane import Node, ip, ping, tcp_exchange
+from kube_api_standin import KubeAPIStandIn
+
+NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "routes": [{"dst": "10.20.0.0/16"}]},
+            {"name": "net2", "subnet": "172.16.2.0/24"}]
+
+
+class Env:
+    def __init__(self, tmp, collections):
+        self.tmp = tmp
+        self.collections = collections
+        self.node = Node()
+        self.api = KubeAPIStandIn()
+        self.agent = None
+        box = self.node.box
+        with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Chassis.tables) as db:
+            reconcile.reconcile(ovs_resources.Chassis(), [{
+                "system_id": self.node.chassis, "ovn_remote": box.sb_db, "encap_type": ["geneve"],
+                "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev"}], "merged", db)
+        self.node.start_controller()
+        box.run("ovs-vsctl", "--db=" + box.ovs_db, "--timeout=30", "wait-until", "bridge", "br-int")
+        with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+            reconcile.execute(db, lambda v: cluster.plan_topology(v, {}, "merged"), write=True)
+            reconcile.execute(db, lambda v: vn.plan_networks(
+                v, [(n["name"], vn.check_format(n, n["name"])) for n in NETWORKS], "merged", "ovn"), write=True)
+        self.socket = os.path.join(tmp, "agent.sock")
+        self.config_path = os.path.join(tmp, "agent.json")
+        with open(self.config_path, "w") as handle:
+            json.dump({"socket": self.socket, "ovs_db": box.ovs_db,
+                       "kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
+                       "node_netns": "/var/run/netns/" + self.node.ns,
+                       "annotation_seconds": 3, "install_seconds": 20}, handle)
+        self.log = open(os.path.join(tmp, "agent.log"), "w+")
+        self.plugin = install_plugin(tmp, collections)
+        self.start_agent()
+
+    def start_agent(self):
+        if os.path.exists(self.socket):
+            os.unlink(self.socket)
+        self.agent = subprocess.Popen(
+            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.node_agent",
+             "--config", self.config_path], env=dict(os.environ, PYTHONPATH=self.collections),
+            stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.socket):
+            assert self.agent.poll() is None and time.monotonic() < deadline, self.log_text()
+            time.sleep(0.05)
+
+    def stop_agent(self):
+        if self.agent and self.agent.poll() is None:
+            self.agent.terminate()
+            try:
+                self.agent.wait(20)
+            except subprocess.TimeoutExpired:
+                self.agent.kill()
+                self.agent.wait(10)
+
+    def log_text(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()[-5000:]
+
+    def pod(self, name, *requests):
+        """A pod object, its ports in OVN and its interface list written as
+        the watcher writes it, and its network namespace."""
+        found = {ann.OVN_NETWORK: json.dumps(list(requests))}
+        obj = self.api.create_pod("default", name, found)
+        owner = pod_ports.Pod("default", name, obj["metadata"]["uid"])
+        parsed = ann.parse_requests(found)[1]
+        with ovsdb.Database(self.node.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+            reconcile.execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
+            patch = db.wait_for(lambda idl: pod_ports.pod_annotations(reconcile.View(idl), owner, parsed), 20)
+        self.api.set_annotations("default", name, patch)
+        netns = "o4n-%s-%s" % (self.node.tag, name)
+        self.node._add_ns(netns)
+        return "/var/run/netns/" + netns
+
+    def cni(self, command, name, netns, container_id, **config):
+        conf = dict({"cniVersion": "1.0.0", "name": "ovn", "type": "ovn4nfv", "server_socket": self.socket},
+                    **config)
+        return call(self.plugin, command, conf, netns=netns, ifname="eth0", container_id=container_id,
+                    args="K8S_POD_NAMESPACE=default;K8S_POD_NAME=%s" % name, node=self.node.ns)
+
+    def node_links(self):
+        out = ip("ip", "-o", "link", netns=self.node.ns).stdout
+        return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
+
+    def stop(self):
+        self.stop_agent()
+        self.api.stop()
+        self.node.stop()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, collections_path):
+    environment = Env(str(tmp_path_factory.mktemp("cni-agent")), collections_path)
+    try:
+        yield environment
+    finally:
+        environment.stop()
+
+
+TWO = ({"name": "net1", "interface": "net0"},
+       {"name": "net2", "interface": "net1", "default_gateway": True})
+
+
+def test_two_pods_with_two_interfaces_reach_each_other(env):
+    netns_a, netns_b = env.pod("pa", *TWO), env.pod("pb", *TWO)
+    code_a, result_a, err = env.cni("ADD", "pa", netns_a, "ctr-a")
+    assert code_a == 0, (result_a, err, env.log_text())
+    code_b, result_b, err = env.cni("ADD", "pb", netns_b, "ctr-b")
+    assert code_b == 0, (result_b, err, env.log_text())
+    assert [i["name"] for i in result_a["interfaces"] if i.get("sandbox")] == ["net0", "net1"]
+    addresses_b = dict((result_b["interfaces"][i["interface"]]["name"], i["address"].split("/")[0])
+                       for i in result_b["ips"])
+    env.node.wait_hv()
+    assert ping(netns_a, addresses_b["net0"]) and ping(netns_a, addresses_b["net1"])
+    reply, _source = tcp_exchange(netns_b, netns_a, addresses_b["net1"], 8080)
+    assert reply == "pong:ping"
+    routes = ip("ip", "route", netns=netns_a).stdout
+    assert "default via 172.16.2.1 dev net1" in routes, "the default route is on the flagged interface"
+    assert "10.20.0.0/16 via 172.16.1.1 dev net0" in routes, "the network's routes are there"
+
+
+def test_check_passes_then_fails_when_an_address_is_removed(env):
+    netns = env.pod("pc", {"name": "net1", "interface": "net0"})
+    assert env.cni("ADD", "pc", netns, "ctr-c")[0] == 0
+    code, out, _err = env.cni("CHECK", "pc", netns, "ctr-c")
+    assert code == 0, out
+    address = ip("ip", "-o", "-4", "addr", "show", "net0", netns=netns).stdout.split()[3]
+    ip("ip", "addr", "del", address, "dev", "net0", netns=netns)
+    code, out, _err = env.cni("CHECK", "pc", netns, "ctr-c")
+    assert code == 1 and out["code"] == 103 and address in out["msg"]
+
+
+def test_add_onto_an_existing_interface_fails(env):
+    netns = env.pod("pd", {"name": "net1", "interface": "net0"})
+    assert env.cni("ADD", "pd", netns, "ctr-d")[0] == 0
+    code, out, _err = env.cni("ADD", "pd", netns, "ctr-d")
+    assert code == 1 and out["code"] == 100 and "net0" in out["msg"]
+
+
+def test_del_twice_after_restart_and_without_netns_leaves_nothing(env):
+    netns = env.pod("pe", {"name": "net1", "interface": "net0"}, {"name": "net2", "interface": "net1"})
+    code, result, _err = env.cni("ADD", "pe", netns, "ctr-e")
+    assert code == 0, result
+    hosts = [i["name"] for i in result["interfaces"] if not i.get("sandbox")]
+    assert set(hosts) <= set(env.node_links())
+    env.stop_agent()
+    env.start_agent()                                   # DEL after the agent restarted
+    ip("ip", "netns", "delete", os.path.basename(netns))  # and the pod's namespace already gone
+    for _attempt in range(2):                           # DEL twice
+        code, out, err = env.cni("DEL", "pe", netns, "ctr-e")
+        assert code == 0, (out, err)
+    assert not set(hosts) & set(env.node_links()), "no veth left"
+    ports = env.node.box.run("ovs-vsctl", "--db=" + env.node.box.ovs_db, "list-ports", "br-int").split()
+    assert not set(hosts) & set(ports), "no OVS port left"
+    for lsp in ("default_pe_net0", "default_pe_net1"):
+        env.node.box.run("ovn-sbctl", "--db=" + env.node.box.sb_db, "--timeout=20", "wait-until",
+                         "Port_Binding", lsp, "chassis=[]")
+
+
+def test_missing_interface_list_times_out_and_leaves_nothing(env):
+    env.api.create_pod("default", "pf", {})
+    netns = "o4n-%s-pf" % env.node.tag
+    env.node._add_ns(netns)
+    before = env.node_links()
+    code, out, _err = env.cni("ADD", "pf", "/var/run/netns/" + netns, "ctr-f")
+    assert code == 1 and out["code"] == 101 and "ovnIfaceList" in out["msg"]
+    assert env.node_links() == before
+    assert len(ip("ip", "-o", "link", netns=netns).stdout.splitlines()) == 1, "only lo in the pod"
