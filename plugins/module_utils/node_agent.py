@@ -145,8 +145,11 @@ class NodeAgent:
                 line = self.rfile.readline()
                 self.wfile.write(json.dumps(agent.answer(line)).encode() + b"\n")
 
-        socketserver.ThreadingUnixStreamServer.daemon_threads = True
-        self.server = socketserver.ThreadingUnixStreamServer(self.config.socket, Handler)
+        class Server(socketserver.ThreadingUnixStreamServer):
+            daemon_threads = True
+            request_queue_size = 128    # a node starts many pods at once; 5 refuses a burst
+
+        self.server = Server(self.config.socket, Handler)
         os.chmod(self.config.socket, 0o600)
         LOG.info("listening on %s", self.config.socket)
         try:

@@ -187,3 +187,20 @@ def test_missing_interface_list_times_out_and_leaves_nothing(env):
     assert code == 1 and out["code"] == 101 and "ovnIfaceList" in out["msg"]
     assert env.node_links() == before
     assert len(ip("ip", "-o", "link", netns=netns).stdout.splitlines()) == 1, "only lo in the pod"
+
+
+def test_twenty_concurrent_adds_and_every_pair_pings(env):
+    from concurrent.futures import ThreadPoolExecutor
+    names = ["c%d" % i for i in range(20)]
+    namespaces = dict((name, env.pod(name, {"name": "net2", "interface": "net0"})) for name in names)
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = dict(zip(names, pool.map(
+            lambda name: env.cni("ADD", name, namespaces[name], "ctr-" + name), names)))
+    failed = dict((n, r[1]) for n, r in results.items() if r[0] != 0)
+    assert not failed, (failed, env.log_text())
+    addresses = dict((n, r[1]["ips"][0]["address"].split("/")[0]) for n, r in results.items())
+    assert len(set(addresses.values())) == 20
+    env.node.wait_hv()
+    unreachable = [(a, b) for a in names for b in names if a < b
+                   and not ping(namespaces[a], addresses[b], count=1, wait=2)]
+    assert unreachable == []
