@@ -169,6 +169,11 @@ class NodeAgent:
             request = cni.parse_request(message["env"], message["stdin"])
             version = request["version"]
             command = request["command"]
+            config = request["config"]
+            ipam = config.get("ipam") if isinstance(config.get("ipam"), dict) else {}
+            if config.get("type") != "ovn4nfv" and ipam.get("type") == "ovn4nfv-ipam":
+                # an address for another plugin (macvlan, ...): nothing to build
+                return {"result": self.ipam_add(request, ipam) if command == "ADD" else None}
             if command == "ADD":
                 return {"result": self.add(request)}
             if command == "DEL":
@@ -194,28 +199,48 @@ class NodeAgent:
             raise cni.CNIError(cni.INVALID_ENVIRONMENT, "CNI_ARGS: K8S_POD_NAMESPACE and K8S_POD_NAME are needed")
         return namespace, name
 
-    def _entries(self, namespace, name):
-        """The pod's ``ovnIfaceList``, waiting for the watcher through a
-        watch on that pod, bounded by ``annotation_seconds``."""
+    def _await_pod(self, namespace, name, ready, what):
+        """The pod once ``ready(annotations)`` is true: read it, then follow
+        it with a watch, bounded by ``annotation_seconds``."""
         field = "metadata.name=%s" % name
         pods = self.core.list_namespaced_pod(namespace, field_selector=field)
         for pod in pods.items:
-            if pod.metadata.name != name:
-                continue
-            text = (pod.metadata.annotations or {}).get(annotations.IFACE_LIST)
-            if text:
-                return pod.metadata.uid, annotations.parse_iface_list(text)
+            if pod.metadata.name == name and ready(pod.metadata.annotations or {}):
+                return pod
         watch = k8s_watch.Watch()
         for event in watch.stream(self.core.list_namespaced_pod, namespace, field_selector=field,
                                   resource_version=pods.metadata.resource_version,
                                   timeout_seconds=self.config.annotation_seconds):
             pod = event["object"]
-            text = (pod.metadata.annotations or {}).get(annotations.IFACE_LIST)
-            if text and pod.metadata.name == name:
+            if pod.metadata.name == name and ready(pod.metadata.annotations or {}):
                 watch.stop()
-                return pod.metadata.uid, annotations.parse_iface_list(text)
+                return pod
         raise cni.CNIError(ANNOTATION_TIMEOUT, "pod %s/%s has no %s after %ss; is the watcher running?" % (
-            namespace, name, annotations.IFACE_LIST, self.config.annotation_seconds))
+            namespace, name, what, self.config.annotation_seconds))
+
+    def _entries(self, namespace, name):
+        """The pod's UID and ``ovnIfaceList``, once the watcher wrote it."""
+        pod = self._await_pod(namespace, name, lambda found: found.get(annotations.IFACE_LIST),
+                              annotations.IFACE_LIST)
+        return pod.metadata.uid, annotations.parse_iface_list(pod.metadata.annotations[annotations.IFACE_LIST])
+
+    def ipam_add(self, request, ipam):
+        """ovn4nfv-ipam: the address the watcher took for this attachment
+        (``<provider>.kubernetes.io/*``), as a CNI IPAM result."""
+        namespace, name = self._pod(request)
+        provider = ipam.get("provider")
+        if not provider:
+            raise cni.CNIError(cni.INVALID_CONFIG, "ipam.provider: ovn4nfv-ipam needs <nad>.<namespace>")
+        prefix = provider + ".kubernetes.io/"
+        pod = self._await_pod(namespace, name, lambda found: found.get(prefix + "allocated") == "true",
+                              prefix + "allocated")
+        found = pod.metadata.annotations
+        length = found[prefix + "cidr"].split("/", 1)[1]
+        address = {"address": "%s/%s" % (found[prefix + "ip_address"], length), "gateway": found[prefix + "gateway"]}
+        if request["version"].startswith("0."):
+            address["version"] = "6" if ":" in address["address"] else "4"
+        LOG.info("IPAM %s/%s %s: %s", namespace, name, provider, address["address"])
+        return {"cniVersion": request["version"], "ips": [address], "routes": [], "dns": {}}
 
     # -- ADD ---------------------------------------------------------------
     def add(self, request):

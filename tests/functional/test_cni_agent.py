@@ -19,7 +19,8 @@ from dataplane import Node, ip, ping, tcp_exchange
 from kube_api_standin import KubeAPIStandIn
 
 NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "routes": [{"dst": "10.20.0.0/16"}]},
-            {"name": "net2", "subnet": "172.16.2.0/24"}]
+            {"name": "net2", "subnet": "172.16.2.0/24"},
+            {"name": "macvlan-net", "subnet": "172.16.30.0/24", "provider": "macvlan.default"}]
 
 
 class Env:
@@ -49,6 +50,7 @@ class Env:
                        "annotation_seconds": 3, "install_seconds": 20}, handle)
         self.log = open(os.path.join(tmp, "agent.log"), "w+")
         self.plugin = install_plugin(tmp, collections)
+        install_plugin(tmp, collections, name="ovn4nfv-ipam")
         self.start_agent()
 
     def start_agent(self):
@@ -77,13 +79,20 @@ class Env:
         self.log.seek(0)
         return self.log.read()[-5000:]
 
-    def pod(self, name, *requests):
+    def pod(self, name, *requests, ipam=None):
         """A pod object, its ports in OVN and its interface list written as
-        the watcher writes it, and its network namespace."""
+        the watcher writes it, and its network namespace. ``ipam`` is a
+        list of (interface, provider, network, static IP or None) taken
+        for another plugin (ovn4nfv-ipam)."""
         found = {ann.OVN_NETWORK: json.dumps(list(requests))}
         obj = self.api.create_pod("default", name, found)
         owner = pod_ports.Pod("default", name, obj["metadata"]["uid"])
         parsed = ann.parse_requests(found)[1]
+        for interface, provider, network, static in ipam or []:
+            selection = {"name": provider.split(".")[0], "namespace": "default", "interface": interface,
+                         "ips": [static] if static else [], "mac": None, "default_route": False,
+                         "where": "ipam"}
+            parsed.append(ann.attachment_request(selection, network, provider, True, {}))
         with ovsdb.Database(self.node.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
             reconcile.execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
             patch = db.wait_for(lambda idl: pod_ports.pod_annotations(reconcile.View(idl), owner, parsed), 20)
@@ -92,11 +101,12 @@ class Env:
         self.node._add_ns(netns)
         return "/var/run/netns/" + netns
 
-    def cni(self, command, name, netns, container_id, **config):
+    def cni(self, command, name, netns, container_id, plugin=None, ifname="eth0", **config):
         conf = dict({"cniVersion": "1.0.0", "name": "ovn", "type": "ovn4nfv", "server_socket": self.socket},
                     **config)
-        return call(self.plugin, command, conf, netns=netns, ifname="eth0", container_id=container_id,
-                    args="K8S_POD_NAMESPACE=default;K8S_POD_NAME=%s" % name, node=self.node.ns)
+        return call(plugin or self.plugin, command, conf, netns=netns, ifname=ifname, container_id=container_id,
+                    args="K8S_POD_NAMESPACE=default;K8S_POD_NAME=%s" % name, node=self.node.ns,
+                    extra_env={"CNI_PATH": self.tmp + ":/usr/lib/cni"})
 
     def node_links(self):
         out = ip("ip", "-o", "link", netns=self.node.ns).stdout
@@ -204,3 +214,30 @@ def test_twenty_concurrent_adds_and_every_pair_pings(env):
     unreachable = [(a, b) for a in names for b in names if a < b
                    and not ping(namespaces[a], addresses[b], count=1, wait=2)]
     assert unreachable == []
+
+
+def test_ipam_plugin_with_debians_macvlan(env):
+    """Seed 001's flow: macvlan makes the interface, ovn4nfv-ipam gives it
+    the address the watcher took from the network serving the provider."""
+    # the parent of the macvlans: a veth (this kernel has no dummy device)
+    ip("ip", "link", "add", "o4nmaster", "type", "veth", "peer", "name", "o4nmaster-p", netns=env.node.ns)
+    for link in ("o4nmaster", "o4nmaster-p"):
+        ip("ip", "link", "set", link, "up", netns=env.node.ns)
+    macvlan = {"cniVersion": "1.0.0", "name": "macvlan", "type": "macvlan", "master": "o4nmaster",
+               "mode": "bridge", "ipam": {"type": "ovn4nfv-ipam", "provider": "macvlan.default",
+                                          "server_socket": env.socket}}
+    pods = {}
+    for name, static in (("m1", None), ("m2", "172.16.30.77")):
+        netns = env.pod(name, ipam=[("net1", "macvlan.default", "macvlan-net", static)])
+        code, result, err = call("/usr/lib/cni/macvlan", "ADD", macvlan, netns=netns, ifname="net1",
+                                 container_id="ctr-" + name,
+                                 args="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=" + name,
+                                 node=env.node.ns, extra_env={"CNI_PATH": env.tmp + ":/usr/lib/cni"})
+        assert code == 0, (result, err, env.log_text())
+        pods[name] = (netns, result["ips"][0]["address"])
+    assert pods["m2"][1] == "172.16.30.77/24", "the static request is honoured"
+    assert pods["m1"][1].startswith("172.16.30.") and pods["m1"][1] != pods["m2"][1]
+    assert ping(pods["m1"][0], "172.16.30.77"), "the two pods reach each other over macvlan"
+    reservations = [p for p in env.node.box.rows("nb", "Logical_Switch_Port")
+                    if p["external_ids"].get("ovn4nfv-pod-name") in ("m1", "m2")]
+    assert len(reservations) == 2, "each address is recorded in OVN"
