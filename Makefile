@@ -66,6 +66,7 @@ bench: venv
 	$(PY) benchmarks/ovsdb_bulk.py
 	$(PY) benchmarks/topology.py
 	$(PY) benchmarks/watcher.py
+	$(PY) benchmarks/cni.py
 
 lab:
 	@echo "make lab: the podman lab arrives with the roles and playbooks (issue 6); not built yet."

@@ -4,119 +4,13 @@ plugin executed as a runtime executes it, the agent as a process. The
 pods' interface lists are written on the API stand-in the way the watcher
 writes them, with the same core functions."""
 
-import json
 import os
-import subprocess
-import sys
-import time
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
-    annotations as ann, cluster, ovs_resources, ovsdb, pod_ports, reconcile, virtual_network as vn)
-from cni_runtime import call, install_plugin
-from dataplane import Node, ip, ping, tcp_exchange
-from kube_api_standin import KubeAPIStandIn
-
-NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "routes": [{"dst": "10.20.0.0/16"}]},
-            {"name": "net2", "subnet": "172.16.2.0/24"},
-            {"name": "macvlan-net", "subnet": "172.16.30.0/24", "provider": "macvlan.default"}]
-
-
-class Env:
-    def __init__(self, tmp, collections):
-        self.tmp = tmp
-        self.collections = collections
-        self.node = Node()
-        self.api = KubeAPIStandIn()
-        self.agent = None
-        box = self.node.box
-        with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Chassis.tables) as db:
-            reconcile.reconcile(ovs_resources.Chassis(), [{
-                "system_id": self.node.chassis, "ovn_remote": box.sb_db, "encap_type": ["geneve"],
-                "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev"}], "merged", db)
-        self.node.start_controller()
-        box.run("ovs-vsctl", "--db=" + box.ovs_db, "--timeout=30", "wait-until", "bridge", "br-int")
-        with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-            reconcile.execute(db, lambda v: cluster.plan_topology(v, {}, "merged"), write=True)
-            reconcile.execute(db, lambda v: vn.plan_networks(
-                v, [(n["name"], vn.check_format(n, n["name"])) for n in NETWORKS], "merged", "ovn"), write=True)
-        self.socket = os.path.join(tmp, "agent.sock")
-        self.config_path = os.path.join(tmp, "agent.json")
-        with open(self.config_path, "w") as handle:
-            json.dump({"socket": self.socket, "ovs_db": box.ovs_db,
-                       "kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
-                       "node_netns": "/var/run/netns/" + self.node.ns,
-                       "annotation_seconds": 3, "install_seconds": 20}, handle)
-        self.log = open(os.path.join(tmp, "agent.log"), "w+")
-        self.plugin = install_plugin(tmp, collections)
-        install_plugin(tmp, collections, name="ovn4nfv-ipam")
-        self.start_agent()
-
-    def start_agent(self):
-        if os.path.exists(self.socket):
-            os.unlink(self.socket)
-        self.agent = subprocess.Popen(
-            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.node_agent",
-             "--config", self.config_path], env=dict(os.environ, PYTHONPATH=self.collections),
-            stdout=self.log, stderr=self.log)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket):
-            assert self.agent.poll() is None and time.monotonic() < deadline, self.log_text()
-            time.sleep(0.05)
-
-    def stop_agent(self):
-        if self.agent and self.agent.poll() is None:
-            self.agent.terminate()
-            try:
-                self.agent.wait(20)
-            except subprocess.TimeoutExpired:
-                self.agent.kill()
-                self.agent.wait(10)
-
-    def log_text(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()[-5000:]
-
-    def pod(self, name, *requests, ipam=None):
-        """A pod object, its ports in OVN and its interface list written as
-        the watcher writes it, and its network namespace. ``ipam`` is a
-        list of (interface, provider, network, static IP or None) taken
-        for another plugin (ovn4nfv-ipam)."""
-        found = {ann.OVN_NETWORK: json.dumps(list(requests))}
-        obj = self.api.create_pod("default", name, found)
-        owner = pod_ports.Pod("default", name, obj["metadata"]["uid"])
-        parsed = ann.parse_requests(found)[1]
-        for interface, provider, network, static in ipam or []:
-            selection = {"name": provider.split(".")[0], "namespace": "default", "interface": interface,
-                         "ips": [static] if static else [], "mac": None, "default_route": False,
-                         "where": "ipam"}
-            parsed.append(ann.attachment_request(selection, network, provider, True, {}))
-        with ovsdb.Database(self.node.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-            reconcile.execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
-            patch = db.wait_for(lambda idl: pod_ports.pod_annotations(reconcile.View(idl), owner, parsed), 20)
-        self.api.set_annotations("default", name, patch)
-        netns = "o4n-%s-%s" % (self.node.tag, name)
-        self.node._add_ns(netns)
-        return "/var/run/netns/" + netns
-
-    def cni(self, command, name, netns, container_id, plugin=None, ifname="eth0", **config):
-        conf = dict({"cniVersion": "1.0.0", "name": "ovn", "type": "ovn4nfv", "server_socket": self.socket},
-                    **config)
-        return call(plugin or self.plugin, command, conf, netns=netns, ifname=ifname, container_id=container_id,
-                    args="K8S_POD_NAMESPACE=default;K8S_POD_NAME=%s" % name, node=self.node.ns,
-                    extra_env={"CNI_PATH": self.tmp + ":/usr/lib/cni"})
-
-    def node_links(self):
-        out = ip("ip", "-o", "link", netns=self.node.ns).stdout
-        return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
-
-    def stop(self):
-        self.stop_agent()
-        self.api.stop()
-        self.node.stop()
-        self.log.close()
+from cni_env import Env
+from cni_runtime import call
+from dataplane import ip, ping, tcp_exchange
 
 
 @pytest.fixture(scope="module")

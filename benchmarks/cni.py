@@ -1,0 +1,78 @@
+"""ADD and DEL of a pod with two OVN interfaces, 100 times, through the
+real plugin executable and node agent; ADD includes waiting until
+ovn-controller has installed the ports.
+
+Baseline, in the same run: Debian's reference bridge plugin with
+host-local IPAM doing a one-interface ADD, 100 times. Pod objects and
+namespaces are made outside the timing for both.
+
+Last line: ``add_p50_ms=<a> add_p99_ms=<b> del_p50_ms=<c> baseline_add_p50_ms=<d>``
+"""
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from common import Ansible  # noqa: E402
+
+ROUNDS = 100
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def timed(function):
+    start = time.monotonic()
+    out = function()
+    return (time.monotonic() - start) * 1000, out
+
+
+def main():
+    ansible = Ansible()      # only for its collection path
+    collections = os.path.join(ansible.work, "collections")
+    sys.path.insert(0, collections)
+    from cni_env import Env  # noqa: needs the collection on the path
+    from cni_runtime import call  # noqa
+    tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-cni-")
+    env = Env(tmp, collections)
+    adds, dels, baseline = [], [], []
+    try:
+        for index in range(ROUNDS):
+            name = "b%d" % index
+            netns = env.pod(name, {"name": "net1", "interface": "net0"}, {"name": "net2", "interface": "net1"})
+            took, (code, out, err) = timed(lambda: env.cni("ADD", name, netns, "ctr-" + name))
+            assert code == 0, (out, err)
+            adds.append(took)
+            took, (code, out, err) = timed(lambda: env.cni("DEL", name, netns, "ctr-" + name))
+            assert code == 0, (out, err)
+            dels.append(took)
+        bridge = {"cniVersion": "1.0.0", "name": "bench", "type": "bridge", "bridge": "o4nbench0",
+                  "ipam": {"type": "host-local", "subnet": "10.99.0.0/16", "dataDir": os.path.join(tmp, "ipam")}}
+        for index in range(ROUNDS):
+            netns = "o4n-%s-r%d" % (env.node.tag, index)
+            env.node._add_ns(netns)
+            took, (code, out, err) = timed(lambda: call(
+                "/usr/lib/cni/bridge", "ADD", bridge, netns="/var/run/netns/" + netns, ifname="eth0",
+                container_id="ref-%d" % index, node=env.node.ns,
+                extra_env={"CNI_PATH": "/usr/lib/cni"}))
+            assert code == 0, (out, err)
+            baseline.append(took)
+    finally:
+        env.stop()
+        ansible.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("ovn4nfv: %d pods, 2 OVN interfaces each; ADD waits for ovn-installed" % ROUNDS)
+    print("baseline: Debian's bridge + host-local, 1 interface, %d pods" % ROUNDS)
+    print("add_p50_ms=%.0f add_p99_ms=%.0f del_p50_ms=%.0f baseline_add_p50_ms=%.0f" % (
+        percentile(adds, 0.5), percentile(adds, 0.99), percentile(dels, 0.5), percentile(baseline, 0.5)))
+
+
+if __name__ == "__main__":
+    main()
