@@ -135,3 +135,35 @@ def test_ipam_plugin_with_debians_macvlan(env):
     reservations = [p for p in env.node.box.rows("nb", "Logical_Switch_Port")
                     if p["external_ids"].get("ovn4nfv-pod-name") in ("m1", "m2")]
     assert len(reservations) == 2, "each address is recorded in OVN"
+
+
+def test_ovs_bridge_attachment_with_vlans(env):
+    """The ovs-cni design: access ports on a plain OVS bridge. Two pods on
+    VLAN 100 reach each other; a pod on VLAN 200 reaches neither."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils import ovs_resources, ovsdb, reconcile
+    with ovsdb.Database(env.node.box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Bridge.tables) as db:
+        reconcile.reconcile(ovs_resources.Bridge(), [{"name": "o4nvlan", "datapath_type": "netdev"}], "merged", db)
+    pods = {}
+    for name, vlan in (("v1", 100), ("v2", 100), ("v3", 200)):
+        netns = "o4n-%s-%s" % (env.node.tag, name)
+        env.node._add_ns(netns)
+        config = {"cniVersion": "1.0.0", "name": "vlans", "type": "ovn4nfv", "mode": "ovs", "bridge": "o4nvlan",
+                  "vlan": vlan, "server_socket": env.socket,
+                  "ipam": {"type": "host-local", "subnet": "10.77.0.0/24",
+                           "dataDir": os.path.join(env.tmp, "ipam-data")}}
+        code, result, err = call(env.plugin, "ADD", config, netns="/var/run/netns/" + netns, ifname="net1",
+                                 container_id="ctr-" + name, node=env.node.ns,
+                                 extra_env={"CNI_PATH": env.tmp + ":/usr/lib/cni"})
+        assert code == 0, (result, err, env.log_text())
+        pods[name] = (netns, result["ips"][0]["address"].split("/")[0], config)
+    tags = env.node.box.run("ovs-vsctl", "--db=" + env.node.box.ovs_db, "--columns=name,tag", "list", "Port")
+    assert "100" in tags and "200" in tags
+    assert ping(pods["v1"][0], pods["v2"][1]), "same VLAN"
+    assert not ping(pods["v1"][0], pods["v3"][1], count=2, wait=1), "another VLAN"
+    for name, (netns, _ip, config) in pods.items():
+        code, out, err = call(env.plugin, "DEL", config, netns="/var/run/netns/" + netns, ifname="net1",
+                              container_id="ctr-" + name, node=env.node.ns,
+                              extra_env={"CNI_PATH": env.tmp + ":/usr/lib/cni"})
+        assert code == 0, (out, err)
+    ports = env.node.box.run("ovs-vsctl", "--db=" + env.node.box.ovs_db, "list-ports", "o4nvlan").split()
+    assert ports == [], "DEL removed every port"
