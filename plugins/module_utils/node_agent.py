@@ -50,6 +50,7 @@ LOG = logging.getLogger("ovn4nfv.node_agent")
 OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
 K_CONTAINER = "ovn4nfv-container-id"
 K_POD_UID = "ovn4nfv-pod-uid"
+K_INTERFACE = "ovn4nfv-interface"
 INTERFACE_EXISTS = 100        # plugin-specific CNI error: ADD onto an existing interface
 ANNOTATION_TIMEOUT = 101      # plugin-specific CNI error: the watcher wrote nothing in time
 NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did not install the port
@@ -319,7 +320,8 @@ class NodeAgent:
     def _attach(self, hosts, namespace, name, uid, container_id):
         config = [{"name": host, "bridge": self.config.bridge, "external_ids": {
             "iface-id": "%s_%s_%s" % (namespace, name, entry["interface"]), "attached-mac": entry["mac_address"],
-            K_POD_UID: uid, K_CONTAINER: container_id, "ovn4nfv-pod": "%s/%s" % (namespace, name)}}
+            K_POD_UID: uid, K_CONTAINER: container_id, K_INTERFACE: entry["interface"],
+            "ovn4nfv-pod": "%s/%s" % (namespace, name)}}
             for host, entry in hosts]
         reconcile.reconcile(Port(), config, "merged", self.ovs)
 
@@ -425,10 +427,14 @@ class NodeAgent:
 
     # -- DEL ---------------------------------------------------------------
     def delete(self, request):
+        """Remove the container's interfaces and ports; called once per
+        attachment (a ``provider`` in the config), only ``CNI_IFNAME``'s."""
         container = request["container_id"]
+        only = request["ifname"] if request["config"].get("provider") else None
         hosts = self.ovs.read(lambda idl: sorted(
             iface.name for iface in idl.tables["Interface"].rows.values()
-            if iface.external_ids.get(K_CONTAINER) == container))
+            if iface.external_ids.get(K_CONTAINER) == container
+            and (only is None or iface.external_ids.get(K_INTERFACE) == only)))
         self._remove(hosts)
         LOG.info("DEL %s: %s", container, ", ".join(hosts) or "nothing left")
 

@@ -135,6 +135,19 @@ def test_ipam_plugin_with_debians_macvlan(env):
     reservations = [p for p in env.node.box.rows("nb", "Logical_Switch_Port")
                     if p["external_ids"].get("ovn4nfv-pod-name") in ("m1", "m2")]
     assert len(reservations) == 2, "each address is recorded in OVN"
+    # m1 goes: the watcher removes its reservation (the same core call), and
+    # its address goes to the next pod
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cluster, ovsdb, pod_ports, reconcile
+    uid = env.api.pod("default", "m1")["metadata"]["uid"]
+    with ovsdb.Database(env.node.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+        reconcile.execute(db, lambda v: pod_ports.plan_delete(v, uid), write=True)
+    env.api.delete_pod("default", "m1")
+    netns = env.pod("m3", ipam=[("net1", "macvlan.default", "macvlan-net", None)])
+    code, result, err = call("/usr/lib/cni/macvlan", "ADD", macvlan, netns=netns, ifname="net1", container_id="ctr-m3",
+                             args="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=m3", node=env.node.ns,
+                             extra_env={"CNI_PATH": env.tmp + ":/usr/lib/cni"})
+    assert code == 0, (result, err)
+    assert result["ips"][0]["address"] == pods["m1"][1], "the freed address is handed out again"
 
 
 def test_ovs_bridge_attachment_with_vlans(env):
@@ -167,3 +180,20 @@ def test_ovs_bridge_attachment_with_vlans(env):
         assert code == 0, (out, err)
     ports = env.node.box.run("ovs-vsctl", "--db=" + env.node.box.ovs_db, "list-ports", "o4nvlan").split()
     assert ports == [], "DEL removed every port"
+
+
+def test_called_once_per_attachment_as_multus_does(env):
+    netns = env.pod("pm", *TWO)
+    for ifname in ("net1", "net0"):
+        code, result, err = env.cni("ADD", "pm", netns, "ctr-pm", ifname=ifname, provider="ovnnet.default.ovn")
+        assert code == 0, (result, err, env.log_text())
+        assert [i["name"] for i in result["interfaces"] if i.get("sandbox")] == [ifname]
+    code, out, _err = env.cni("DEL", "pm", netns, "ctr-pm", ifname="net1", provider="ovnnet.default.ovn")
+    assert code == 0, out
+    links = ip("ip", "-o", "link", netns=netns).stdout
+    assert "net0@" in links and "net1@" not in links, "DEL of one attachment keeps the other"
+
+
+def test_status_with_the_agent_up(env):
+    code, out, err = env.cni("STATUS", "none", "", "ctr-status")
+    assert code == 0 and out is None and err == ""
