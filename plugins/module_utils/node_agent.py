@@ -21,19 +21,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import argparse
 import ctypes
 import json
 import logging
 import os
-import signal
 import socketserver
 import subprocess
-import sys
 import threading
 
-from . import annotations, cni, ovsdb, reconcile
-from .errors import Ovn4nfvError, ValidationError
+from . import annotations, cni, daemon, ovsdb, reconcile
+from .errors import Ovn4nfvError
 from .ovs_resources import Port
 
 try:
@@ -57,21 +54,16 @@ NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did no
 CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
 
 
-class AgentConfig:
-    """The agent's settings, from a JSON file."""
+class AgentConfig(daemon.Settings):
+    """The agent's settings: a JSON file, then ``OVN4NFV_AGENT_<KEY>``
+    environment variables, then these defaults."""
 
+    NAME = "node agent"
+    ENV_PREFIX = "OVN4NFV_AGENT_"
     DEFAULTS = {"socket": cni.DEFAULT_SOCKET, "ovs_db": ovsdb.DEFAULT_OVS_DB, "kubeconfig": None,
                 "bridge": "br-int", "annotation_seconds": 60, "install_seconds": 30, "ovsdb_timeout": 10,
                 # where br-int and the node sides of the veths live; None: the agent's own
                 "node_netns": None}
-
-    def __init__(self, **values):
-        unknown = set(values) - set(self.DEFAULTS)
-        if unknown:
-            raise ValidationError("node agent config: unknown keys %s" % ", ".join(sorted(unknown)))
-        settings = dict(self.DEFAULTS)
-        settings.update(values)
-        self.__dict__.update(settings)
 
 
 def in_netns(path, function):
@@ -118,7 +110,7 @@ def tx_offload_off(netns, ifname):
 
 
 class NodeAgent:
-    """Serves CNI requests; :meth:`serve_forever` blocks until :meth:`stop`."""
+    """Serves CNI requests; :meth:`run` blocks until :meth:`stop`."""
 
     def __init__(self, config, api_client=None):
         if not HAS_AGENT_LIBRARIES:
@@ -136,7 +128,8 @@ class NodeAgent:
         self.server = None
 
     # -- the socket ----------------------------------------------------------
-    def serve_forever(self):
+    def run(self):
+        """Serve until :meth:`stop`."""
         if os.path.exists(self.config.socket):
             os.unlink(self.config.socket)
         os.makedirs(os.path.dirname(self.config.socket) or ".", exist_ok=True)
@@ -469,25 +462,7 @@ class NodeAgent:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="ovn4nfv-node-agent", description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--config", help="JSON settings file (see AgentConfig.DEFAULTS)")
-    parser.add_argument("--log-level", default="INFO")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    try:
-        values = {}
-        if args.config:
-            with open(args.config) as handle:
-                values = json.load(handle)
-        agent = NodeAgent(AgentConfig(**values))
-    except (Ovn4nfvError, OSError, ValueError) as exc:
-        LOG.error("%s", exc)
-        return 2
-    signal.signal(signal.SIGTERM, agent.stop)
-    signal.signal(signal.SIGINT, agent.stop)
-    agent.serve_forever()
-    return 0
+    return daemon.run("ovn4nfv-node-agent", __doc__.split("\n", 1)[0], AgentConfig, NodeAgent, argv)
 
 
 if __name__ == "__main__":

@@ -24,18 +24,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import argparse
 import datetime
 import json
 import logging
-import os
 import queue
-import signal
-import sys
 import threading
 import time
 
-from . import annotations, cluster, ovsdb, pod_ports, reconcile, virtual_network as vn
+from . import annotations, cluster, daemon, ovsdb, pod_ports, reconcile, virtual_network as vn
 from .errors import Ovn4nfvError, ValidationError
 
 try:
@@ -57,10 +53,12 @@ COMPONENT = "ovn4nfv-watcher"
 MERGE_PATCH = "application/merge-patch+json"
 
 
-class Config:
+class Config(daemon.Settings):
     """The watcher's settings: a JSON file, then ``OVN4NFV_WATCHER_<KEY>``
     environment variables, then these defaults."""
 
+    NAME = "watcher"
+    ENV_PREFIX = "OVN4NFV_WATCHER_"
     DEFAULTS = {
         "kubeconfig": None,            # None: in-cluster credentials
         "nb_db": ovsdb.DEFAULT_NB_DB,
@@ -76,32 +74,11 @@ class Config:
         "max_backoff_seconds": 30,
     }
 
-    def __init__(self, **values):
-        unknown = set(values) - set(self.DEFAULTS)
-        if unknown:
-            raise ValidationError("watcher config: unknown keys %s" % ", ".join(sorted(unknown)))
-        settings = dict(self.DEFAULTS)
-        settings.update(values)
-        for key, default in self.DEFAULTS.items():
-            env = os.environ.get("OVN4NFV_WATCHER_" + key.upper())
-            if env is not None:
-                settings[key] = type(default)(env) if isinstance(default, int) else env
+    def check(self):
         for key in ("workers", "resync_seconds", "watch_seconds", "address_seconds", "ovsdb_timeout"):
-            if not isinstance(settings[key], int) or settings[key] < 1:
-                raise ValidationError("watcher config: %s: %r is not a positive number" % (key, settings[key]))
-        ovsdb.parse_remote(settings["nb_db"], "nb_db")
-        self.__dict__.update(settings)
-
-    @classmethod
-    def from_file(cls, path):
-        try:
-            with open(path) as handle:
-                values = json.load(handle)
-        except (OSError, ValueError) as exc:
-            raise ValidationError("watcher config %s: %s" % (path, exc))
-        if not isinstance(values, dict):
-            raise ValidationError("watcher config %s: not a JSON object" % path)
-        return cls(**values)
+            if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
+                raise ValidationError("watcher config: %s: %r is not a positive number" % (key, getattr(self, key)))
+        ovsdb.parse_remote(self.nb_db, "nb_db")
 
 
 class Backoff:
@@ -409,22 +386,7 @@ class Watcher:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="ovn4nfv-watcher", description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--config", help="JSON settings file (see Config.DEFAULTS)")
-    parser.add_argument("--log-level", default=os.environ.get("OVN4NFV_WATCHER_LOG_LEVEL", "INFO"))
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    try:
-        config = Config.from_file(args.config) if args.config else Config()
-        watcher = Watcher(config)
-    except Ovn4nfvError as exc:
-        LOG.error("%s", exc)
-        return 2
-    signal.signal(signal.SIGTERM, watcher.stop)
-    signal.signal(signal.SIGINT, watcher.stop)
-    watcher.run()
-    return 0
+    return daemon.run("ovn4nfv-watcher", __doc__.split("\n", 1)[0], Config, Watcher, argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the product's daemons (the watcher, the node agent) share: their
+settings, read from a JSON file and the environment, and their start."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+
+from .errors import Ovn4nfvError, ValidationError
+
+
+class Settings:
+    """Settings: a JSON file, then ``<ENV_PREFIX><KEY>`` environment
+    variables, then :attr:`DEFAULTS`. Unknown keys are refused."""
+
+    NAME = "daemon"
+    ENV_PREFIX = "OVN4NFV_"
+    DEFAULTS = {}
+
+    def __init__(self, **values):
+        unknown = set(values) - set(self.DEFAULTS)
+        if unknown:
+            raise ValidationError("%s config: unknown keys %s" % (self.NAME, ", ".join(sorted(unknown))))
+        settings = dict(self.DEFAULTS)
+        settings.update(values)
+        for key, default in self.DEFAULTS.items():
+            env = os.environ.get(self.ENV_PREFIX + key.upper())
+            if env is not None:
+                settings[key] = int(env) if isinstance(default, int) and not isinstance(default, bool) else env
+        self.__dict__.update(settings)
+        self.check()
+
+    def check(self):
+        """Refuse bad values; a subclass adds its rules."""
+
+    @classmethod
+    def from_file(cls, path):
+        try:
+            with open(path) as handle:
+                values = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise ValidationError("%s config %s: %s" % (cls.NAME, path, exc))
+        if not isinstance(values, dict):
+            raise ValidationError("%s config %s: not a JSON object" % (cls.NAME, path))
+        return cls(**values)
+
+
+def run(prog, description, settings_class, make, argv=None):
+    """Parse ``--config`` and ``--log-level``, build the daemon with
+    ``make(settings)``, stop it on SIGTERM and SIGINT, and run it. Returns
+    the exit code: 0, or 2 when it could not start."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--config", help="JSON settings file")
+    parser.add_argument("--log-level", default=os.environ.get(settings_class.ENV_PREFIX + "LOG_LEVEL", "INFO"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        settings = settings_class.from_file(args.config) if args.config else settings_class()
+        daemon = make(settings)
+    except Ovn4nfvError as exc:
+        logging.getLogger(prog).error("%s", exc)
+        return 2
+    signal.signal(signal.SIGTERM, daemon.stop)
+    signal.signal(signal.SIGINT, daemon.stop)
+    daemon.run()
+    return 0
