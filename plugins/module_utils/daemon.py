@@ -74,3 +74,13 @@ def run(prog, description, settings_class, make, argv=None):
     signal.signal(signal.SIGINT, daemon.stop)
     daemon.run()
     return 0
+
+
+def kubernetes_api_client(kubeconfig):
+    """An API client from ``kubeconfig``, or from the in-cluster service
+    account when it is None (as a daemon runs in a pod)."""
+    from kubernetes import client, config  # noqa: only the daemons need it
+    if kubeconfig:
+        return config.new_client_from_config(kubeconfig)
+    config.load_incluster_config()
+    return client.ApiClient()

@@ -37,7 +37,6 @@ try:
     from pyroute2 import IPRoute, NetNS
     from pyroute2.ethtool import Ethtool
     from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
     from kubernetes import watch as k8s_watch
     HAS_AGENT_LIBRARIES = True
 except ImportError:  # pragma: no cover - the agent needs them; modules do not
@@ -117,11 +116,7 @@ class NodeAgent:
             raise Ovn4nfvError("the node agent needs pyroute2 and the kubernetes client")
         self.config = config
         if api_client is None:
-            if config.kubeconfig:
-                api_client = k8s_config.new_client_from_config(config.kubeconfig)
-            else:
-                k8s_config.load_incluster_config()
-                api_client = k8s_client.ApiClient()
+            api_client = daemon.kubernetes_api_client(config.kubeconfig)
         self.core = k8s_client.CoreV1Api(api_client)
         self.ovs = ovsdb.Database(config.ovs_db, ovsdb.OVS_SCHEMA, OVS_TABLES,
                                   timeout=config.ovsdb_timeout, field="ovs_db")

@@ -36,7 +36,6 @@ from .errors import Ovn4nfvError, ValidationError
 
 try:
     from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
     from kubernetes import watch as k8s_watch
     from kubernetes.client.rest import ApiException
     HAS_KUBERNETES = True
@@ -105,11 +104,7 @@ class Watcher:
         self.config = config
         self.stopping = threading.Event()
         if api_client is None:
-            if config.kubeconfig:
-                api_client = k8s_config.new_client_from_config(config.kubeconfig)
-            else:
-                k8s_config.load_incluster_config()
-                api_client = k8s_client.ApiClient()
+            api_client = daemon.kubernetes_api_client(config.kubeconfig)
         self.core = k8s_client.CoreV1Api(api_client)
         self.custom = k8s_client.CustomObjectsApi(api_client)
         self.nb = None
