@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -74,32 +75,14 @@ def run_resource_module(resource_class, options, default_db, single=False):
     if single:
         config = [config or {}]
     resource = resource_class()
-    database = None
     try:
         # bad input is refused before anything connects
         items = validate_config(resource, config, planning_state(state))
-        database = _connect(module, resource.tables, resource.schema)
-        plan = reconcile_items(resource, items, state, database, check_mode=module.check_mode)
     except Ovn4nfvError as exc:
         fail(module, exc)
-    finally:
-        if database is not None:
-            database.close()
-
-    result = dict(changed=False)
-    if state == "gathered":
-        result["gathered"] = plan.gathered[0] if single and plan.gathered else plan.gathered
-        module.exit_json(**result)
-    result["operations"] = plan.operations()
-    if state == "rendered":
-        result["rendered"] = render_ops(plan.ops)
-        module.exit_json(**result)
-    result["changed"] = plan.changed and state in WRITE_STATES
-    result["before"] = plan.before[0] if single and plan.before else plan.before
-    result["after"] = plan.after[0] if single and plan.after else plan.after
-    if module._diff:
-        result["diff"] = plan.diff()
-    module.exit_json(**result)
+    with connected(module, resource.tables, resource.schema) as database:
+        plan = reconcile_items(resource, items, state, database, check_mode=module.check_mode)
+    module.exit_json(**composite_result(module, plan, state, single))
 
 
 def run_info_module(default_db, schema, sections, argument_spec=None):
@@ -112,24 +95,32 @@ def run_info_module(default_db, schema, sections, argument_spec=None):
     wanted = module.params.get("gather") or list(sections)
     resources = [(key, sections[key]()) for key in wanted]
     tables = sorted(set(t for _key, resource in resources for t in resource.tables))
-    database = None
     result = dict(changed=False)
-    try:
-        database = _connect(module, tables, schema)
+    with connected(module, tables, schema) as database:
         for key, resource in resources:
             gathered = reconcile(resource, [], "gathered", database).gathered
             result[key] = gathered[0] if resource.identity == () and gathered else gathered
+    module.exit_json(**result)
+
+
+@contextlib.contextmanager
+def connected(module, tables, schema):
+    """The module's database for the ``with`` block; any error of the
+    product's in it fails the module, and the connection is closed."""
+    database = None
+    try:
+        database = _connect(module, tables, schema)
+        yield database
     except Ovn4nfvError as exc:
         fail(module, exc)
     finally:
         if database is not None:
             database.close()
-    module.exit_json(**result)
 
 
 def composite_result(module, plan, state, single=False):
-    """The result of a composite task (virtual network, gateway, topology),
-    shaped as the resource modules shape theirs."""
+    """The result of a task (a resource, or a composite such as a virtual
+    network): one object rather than a list when ``single``."""
     result = dict(changed=False)
     if state == "gathered":
         result["gathered"] = (plan.gathered[0] if plan.gathered else {}) if single else plan.gathered
@@ -155,15 +146,8 @@ def run_composite(module, schema, tables, compute):
     state = module.params["state"]
     write = state in WRITE_STATES and not module.check_mode
     mode = planning_state(state)
-    database = None
-    try:
-        database = _connect(module, tables, schema)
+    with connected(module, tables, schema) as database:
         return execute(database, lambda view: compute(view, mode), write)
-    except Ovn4nfvError as exc:
-        fail(module, exc)
-    finally:
-        if database is not None:
-            database.close()
 
 
 def connect_or_none(module, db_param, tables, schema):

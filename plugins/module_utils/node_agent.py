@@ -248,25 +248,22 @@ class NodeAgent:
                     raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (
                         entry["interface"], netns))
         netdev = self._netdev()
+        hosts = [(cni.host_ifname(uid, entry["interface"]), entry) for entry in entries]
         made = []
         try:
-            for entry in entries:
-                host = cni.host_ifname(uid, entry["interface"])
+            for host, entry in hosts:
                 self._veth(netns, host, entry, config.get("mtu"), netdev)
                 made.append(host)
-            self._attach([(cni.host_ifname(uid, e["interface"]), e) for e in entries], namespace, name, uid,
-                         request["container_id"])
+            self._attach(hosts, namespace, name, uid, request["container_id"])
             self._wait_installed(made)
         except Exception:
             self._remove(made)
             raise
-        hosts = []
         with self._node() as ipr:
-            for host in made:
-                link = ipr.get_links(ipr.link_lookup(ifname=host)[0])[0]
-                hosts.append((host, link.get_attr("IFLA_ADDRESS")))
+            macs = [(host, ipr.get_links(ipr.link_lookup(ifname=host)[0])[0].get_attr("IFLA_ADDRESS"))
+                    for host in made]
         LOG.info("ADD %s/%s: %s", namespace, name, ", ".join(e["interface"] for e in entries))
-        return cni.result(request["version"], entries, netns, hosts)
+        return cni.result(request["version"], entries, netns, macs)
 
     def _node(self):
         """Netlink in the node's network namespace."""

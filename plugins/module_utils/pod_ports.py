@@ -305,12 +305,14 @@ def interface_list(view, pod, requests):
     return entries
 
 
-def pod_annotations(view, pod, requests):
+def pod_annotations(view, pod, requests, entries=None):
     """Everything the watcher writes on the pod, or None while OVN has not
     yet assigned an address: ``ovnIfaceList`` (and its twin) for the OVN
     interfaces, and ``<provider>.kubernetes.io/*`` for each address taken
-    for another CNI plugin (ovn4nfv-ipam)."""
-    entries = interface_list(view, pod, requests)
+    for another CNI plugin (ovn4nfv-ipam). ``entries``, the pod's
+    :func:`interface_list` when the caller has it already."""
+    if entries is None:
+        entries = interface_list(view, pod, requests)
     if entries is None:
         return None
     out = annotations.output_annotations([e for e, r in zip(entries, requests) if not r.ipam])

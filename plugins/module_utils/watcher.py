@@ -257,11 +257,16 @@ class Watcher:
         def outputs(idl):
             return pod_ports.pod_annotations(reconcile.View(idl), owner, requests)
 
-        ready = self.nb.read(lambda idl: pod_ports.interface_list(reconcile.View(idl), owner, requests))
-        if ready and pod_ports.matches_requests(ready, requests):
-            patch = self.nb.read(outputs)
-            if patch and all(found.get(k) == v for k, v in patch.items()):
-                return      # already done, as the MODIFIED event of our own patch shows
+        def done(idl):
+            view = reconcile.View(idl)
+            entries = pod_ports.interface_list(view, owner, requests)
+            if not entries or not pod_ports.matches_requests(entries, requests):
+                return None
+            return pod_ports.pod_annotations(view, owner, requests, entries)
+
+        patch = self.nb.read(done)
+        if patch and all(found.get(k) == v for k, v in patch.items()):
+            return      # already done, as the MODIFIED event of our own patch shows
         try:
             self._execute(lambda view: pod_ports.plan_stale(view, owner, requests))
             self._execute(lambda view: pod_ports.plan_pod(view, owner, requests, self.addresses))
