@@ -158,6 +158,9 @@ class Sandbox:
     def nbctl(self, *args):
         return self.run("ovn-nbctl", "--db=" + self.nb_db, *args)
 
+    def sbctl(self, *args):
+        return self.run("ovn-sbctl", "--db=" + self.sb_db, *args)
+
     def vsctl(self, *args):
         return self.run("ovs-vsctl", "--db=" + self.ovs_db, "--no-wait", *args)
 
@@ -166,6 +169,13 @@ class Sandbox:
         :meth:`dump`. Columns that the daemons rewrite as time passes
         (statistics, status, counters) are left out of the OVS dump."""
         remote = {"ovs": self.ovs_db, "nb": self.nb_db, "sb": self.sb_db}[which]
+        if which == "sb":
+            # SB_Global.nb_cfg moves on with every sync; the rest is stable
+            return [["ovsdb-client", "dump", remote, "OVN_Southbound", "SB_Global",
+                     "connections", "options", "ssl", "external_ids", "ipsec"],
+                    ["ovsdb-client", "dump", remote, "OVN_Southbound", "Connection",
+                     "target", "role", "read_only", "inactivity_probe", "max_backoff",
+                     "other_config", "external_ids"]]
         if which != "ovs":
             return [["ovsdb-client", "dump", remote]]
         return [["ovsdb-client", "dump", remote, "Open_vSwitch", table] + columns.split(",")

@@ -57,19 +57,29 @@ def fail(module, exc):
     module.fail_json(msg=str(exc))
 
 
-def run_resource_module(resource_class, options, default_db, single=False):
+def run_resource_module(resource_class, options, default_db, single=False, argument_spec=None,
+                        choose=None):
     """Run a resource module: ``config`` (a list of ``options``, or one
-    object when ``single``) reconciled according to ``state``."""
+    object when ``single``) reconciled according to ``state``.
+
+    A module whose resource depends on a parameter (the northbound or the
+    southbound database) adds it in ``argument_spec`` and passes ``choose``,
+    which maps the parameters to ``(resource_class, default_db)``; ``db``
+    then defaults to that ``default_db``."""
     spec = dict(
         config=dict(type="dict", options=options) if single else
         dict(type="list", elements="dict", options=options),
         state=dict(type="str", default="merged", choices=list(STATES)),
     )
+    spec.update(argument_spec or {})
     spec.update(connection_argument_spec(default_db))
     module = AnsibleModule(
         argument_spec=spec, supports_check_mode=True,
         required_if=[("state", state, ("config",)) for state in ("merged", "replaced", "rendered")])
     require_libraries(module)
+    if choose is not None:
+        resource_class, default_db = choose(module.params)
+        module.params["db"] = module.params["db"] or default_db
     state = module.params["state"]
     config = module.params["config"]
     if single:

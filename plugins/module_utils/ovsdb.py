@@ -44,6 +44,7 @@ SB_SCHEMA = "OVN_Southbound"
 
 DEFAULT_OVS_DB = "unix:/var/run/openvswitch/db.sock"
 DEFAULT_NB_DB = "unix:/var/run/ovn/ovnnb_db.sock"
+DEFAULT_SB_DB = "unix:/var/run/ovn/ovnsb_db.sock"
 DEFAULT_TIMEOUT = 10
 
 _REMOTE_RE = re.compile(

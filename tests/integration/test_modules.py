@@ -220,6 +220,35 @@ def nat_checks():
     return create, merge, replace, override, delete
 
 
+def connection_checks():
+    def conns(t):
+        return dict((c["target"], c) for c in t["Connection"])
+
+    def create(t):
+        c = conns(t)
+        assert set(c) == {"pssl:6642:127.0.0.1", "ptcp:6652:127.0.0.1", "ptcp:6699"}
+        assert c["pssl:6642:127.0.0.1"]["role"] == "ovn-controller"
+        assert c["pssl:6642:127.0.0.1"]["inactivity_probe"] == 60000
+        assert c["ptcp:6652:127.0.0.1"]["read_only"] is True
+        referenced = as_list(t["SB_Global"][0]["connections"])
+        assert sorted(c[target]["_uuid"] for target in c) == sorted(referenced)
+
+    def merge(t):
+        c = conns(t)["pssl:6642:127.0.0.1"]
+        assert c["inactivity_probe"] == 30000 and c["role"] == "ovn-controller"
+
+    def replace(t):
+        c = conns(t)["pssl:6642:127.0.0.1"]
+        assert c["role"] == "" and c["inactivity_probe"] == []
+
+    def override(t):
+        assert set(conns(t)) == {"ptcp:6652:127.0.0.1", "ptcp:6699"}
+
+    def delete(t):
+        assert set(conns(t)) == {"ptcp:6699"}
+    return create, merge, replace, override, delete
+
+
 def bridge_checks():
     def create(t):
         br = by_name(t, "Bridge")
@@ -392,6 +421,17 @@ SCENARIOS = {
         override=[{"router": "r1", "type": "snat", "external_ip": "192.168.50.11", "logical_ip": "10.1.0.0/24"}],
         delete=[{"router": "r1", "type": "snat", "logical_ip": "10.1.0.0/24"}],
         checks=nat_checks()),
+    "ovn_connection": dict(
+        db="sb", tables=["SB_Global", "Connection"], args={"database": "southbound"},
+        setup=[["--", "--id=@c", "create", "Connection", "target=\"ptcp:6699\"", "--",
+                "add", "SB_Global", ".", "connections", "@c"]],
+        create=[{"target": "pssl:6642:127.0.0.1", "role": "ovn-controller", "inactivity_probe": 60000},
+                {"target": "ptcp:6652:127.0.0.1", "read_only": True}],
+        merge=[{"target": "pssl:6642:127.0.0.1", "inactivity_probe": 30000}],
+        replace=[{"target": "pssl:6642:127.0.0.1"}],
+        override=[{"target": "ptcp:6652:127.0.0.1", "read_only": True}],
+        delete=[{"target": "ptcp:6652:127.0.0.1"}],
+        checks=connection_checks()),
     "ovs_bridge": dict(
         db="ovs", tables=["Bridge", "Port", "Interface"],
         setup=[["add-br", "foreign", "--", "set", "bridge", "foreign", "datapath_type=netdev"]],
@@ -434,7 +474,7 @@ def lifecycle_tasks(module, scenario, remote, dump_cmds, schema):
     fqcn = "ovn4nfv.k8s." + module
 
     def step(name, config, state="merged", check=False):
-        task = {"name": name, fqcn: {"config": config, "state": state, "db": remote}}
+        task = {"name": name, fqcn: dict(scenario.get("args", {}), config=config, state=state, db=remote)}
         if check:
             task["check_mode"] = True
         return task
@@ -466,7 +506,7 @@ def lifecycle_tasks(module, scenario, remote, dump_cmds, schema):
         step("rendered", s["create"], "rendered"),
         step("replace_check", s["create"], "replaced", check=True),
         dump("dump3"),
-        {"name": "gathered", fqcn: {"state": "gathered", "db": remote}},
+        {"name": "gathered", fqcn: dict(s.get("args", {}), state="gathered", db=remote)},
         step("override", s["override"], "overridden"),
         tables("after_override"),
         step("override_again", s["override"], "overridden"),
@@ -488,14 +528,15 @@ def table_state(result, names):
 def test_module_lifecycle(module, sandbox, collections_path):
     scenario = SCENARIOS[module]
     which = scenario["db"]
+    ctl = {"nb": sandbox.nbctl, "sb": sandbox.sbctl, "ovs": sandbox.vsctl}[which]
     for args in scenario["setup"]:
-        (sandbox.nbctl if which == "nb" else sandbox.vsctl)(*args)
-    remote = sandbox.nb_db if which == "nb" else sandbox.ovs_db
-    schema = "OVN_Northbound" if which == "nb" else "Open_vSwitch"
+        ctl(*args)
+    remote = {"nb": sandbox.nb_db, "sb": sandbox.sb_db, "ovs": sandbox.ovs_db}[which]
+    schema = {"nb": "OVN_Northbound", "sb": "OVN_Southbound", "ovs": "Open_vSwitch"}[which]
     dump_cmds = sandbox.dump_commands(which)
-    if which == "nb":
+    if which != "ovs":
         # let ovn-northd settle first, so that only the module can change the dump
-        dump_cmds = [["ovn-nbctl", "--db=" + remote, "--wait=sb", "sync"]] + dump_cmds
+        dump_cmds = [["ovn-nbctl", "--db=" + sandbox.nb_db, "--wait=sb", "sync"]] + dump_cmds
     results, proc = run_playbook(collections_path,
                                  lifecycle_tasks(module, scenario, remote, dump_cmds, schema))
     assert proc.returncode == 0, proc.stdout[-4000:]
