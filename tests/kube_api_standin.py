@@ -20,7 +20,12 @@ Tests drive it in-process: :meth:`KubeAPIStandIn.create_pod`,
 ending open watches with a 410), :meth:`drop_watches` (end open watches
 without a word), :meth:`fail_next` (answer 500 for a while), :meth:`go_away`
 and :meth:`come_back` (stop listening, then listen again on the same port).
-It listens on 127.0.0.1 only.
+It listens on 127.0.0.1 unless told otherwise.
+
+The lab (``make lab``) runs it as a process on its master container, as
+``python3 kube_api_standin.py --listen 192.168.33.11:6443``: there, pods are
+created and deleted over HTTP (``POST`` and ``DELETE`` on the pods resource),
+as ``kubectl`` would, and the stand-in assigns each its UID.
 """
 
 import copy
@@ -37,6 +42,9 @@ from urllib.parse import parse_qs, urlparse
 _POD = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/pods(?:/(?P<name>[^/]+))?$")
 _EVENTS = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/events$")
 _NAMESPACE = re.compile(r"^/api/v1/namespaces(?:/(?P<name>[^/]+))?$")
+# The API server parses booleans with Go's strconv.ParseBool; older Python
+# clients (Debian 12's 22.6) send "True".
+_GO_TRUE = ("1", "t", "T", "true", "TRUE", "True")
 _NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                   r"/network-attachment-definitions(?:/(?P<name>[^/]+))?$")
 
@@ -61,7 +69,8 @@ def _now():
 class KubeAPIStandIn:
     """The stand-in's state and its HTTP server."""
 
-    def __init__(self):
+    def __init__(self, host="127.0.0.1", port=0):
+        self.host = host
         self.lock = threading.Condition()
         self.rv = 1
         self.compacted = 0           # versions at or below this are gone
@@ -76,11 +85,11 @@ class KubeAPIStandIn:
         self.created_at = {}         # (ns, name) -> monotonic time, for benchmarks
         self.annotated_at = {}       # (ns, name) -> first patch that wrote ovnIfaceList
         self.stopping = False
-        self.port = 0
+        self.port = port
         self._listen()
 
     def _listen(self):
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
+        self.server = ThreadingHTTPServer((self.host, self.port), _handler(self))
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -117,7 +126,7 @@ class KubeAPIStandIn:
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "http://%s:%d" % (self.host, self.port)
 
     def kubeconfig(self, path):
         """Write a kubeconfig that points at this server; return its path."""
@@ -285,7 +294,7 @@ def _handler(api):
                     if body is None:
                         return self._send(404, _status(404, "NotFound", "%s %s/%s not found" % (kind, ns, name)))
                     return self._send(200, body)
-                if query.get("watch") in ("true", "1"):
+                if query.get("watch") in _GO_TRUE:
                     return self._watch(kind, ns, query)
                 with api.lock:
                     items = [copy.deepcopy(o) for (o_ns, _n), o in sorted(store.items())
@@ -381,9 +390,36 @@ def _handler(api):
                 body = copy.deepcopy(merged)
             self._send(200, body)
 
+        def do_DELETE(self):
+            if self._failing():
+                return
+            match = _POD.match(urlparse(self.path).path)
+            if not match or not match.group("name"):
+                return self._send(405, _status(405, "MethodNotAllowed", self.path))
+            ns, name = match.group("ns"), match.group("name")
+            with api.lock:
+                pod = copy.deepcopy(api.pods.get((ns, name)))
+            if pod is None:
+                return self._send(404, _status(404, "NotFound", "pods %s/%s not found" % (ns, name)))
+            api.delete_pod(ns, name)
+            self._send(200, pod)
+
         def do_POST(self):
             if self._failing():
                 return
+            match = _POD.match(urlparse(self.path).path)
+            if match and match.group("ns") and not match.group("name"):
+                body = self._body() or {}
+                meta = body.get("metadata") or {}
+                name, ns = meta.get("name"), match.group("ns")
+                if not name:
+                    return self._send(422, _status(422, "Invalid", "metadata.name is required"))
+                with api.lock:
+                    exists = (ns, name) in api.pods
+                if exists:
+                    return self._send(409, _status(409, "AlreadyExists", "pods %s/%s exists" % (ns, name)))
+                node = (body.get("spec") or {}).get("nodeName") or "node1"
+                return self._send(201, api.create_pod(ns, name, meta.get("annotations"), node=node))
             match = _EVENTS.match(urlparse(self.path).path)
             if not match:
                 return self._send(404, _status(404, "NotFound", self.path))
@@ -394,3 +430,25 @@ def _handler(api):
             self._send(201, event)
 
     return Handler
+
+
+def main(argv=None):
+    """Run the stand-in as a process (the lab's API server)."""
+    import argparse
+    import signal
+    parser = argparse.ArgumentParser(description="Kubernetes API STAND-IN (tests and lab only)")
+    parser.add_argument("--listen", default="127.0.0.1:6443", help="ADDRESS:PORT")
+    args = parser.parse_args(argv)
+    host, _sep, port = args.listen.rpartition(":")
+    api = KubeAPIStandIn(host, int(port))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_a: stop.set())
+    signal.signal(signal.SIGINT, lambda *_a: stop.set())
+    print("kube-api stand-in listening on %s" % api.url, flush=True)
+    stop.wait()
+    api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

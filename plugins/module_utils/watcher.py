@@ -37,6 +37,7 @@ from .errors import Ovn4nfvError, ValidationError
 try:
     from kubernetes import client as k8s_client
     from kubernetes import watch as k8s_watch
+    from kubernetes.client.exceptions import ApiTypeError
     from kubernetes.client.rest import ApiException
     HAS_KUBERNETES = True
 except ImportError:  # pragma: no cover - the daemon needs it; modules do not
@@ -45,6 +46,9 @@ except ImportError:  # pragma: no cover - the daemon needs it; modules do not
     class ApiException(Exception):
         """Stands for the client's exception where the client is missing."""
         status = None
+
+    class ApiTypeError(TypeError):
+        """Stands for the client's exception where the client is missing."""
 
 LOG = logging.getLogger("ovn4nfv.watcher")
 EVENT_REASON = "InvalidNetworkRequest"
@@ -106,6 +110,7 @@ class Watcher:
         if api_client is None:
             api_client = daemon.kubernetes_api_client(config.kubeconfig)
         self.core = k8s_client.CoreV1Api(api_client)
+        self._content_type_kwarg = None     # known after the first patch
         self.custom = k8s_client.CustomObjectsApi(api_client)
         self.nb = None
         self.addresses = None
@@ -277,8 +282,7 @@ class Watcher:
         if not patch:
             raise Ovn4nfvError("OVN assigned no address within %ds" % self.config.address_seconds)
         if any(found.get(k) != v for k, v in patch.items()):
-            self.core.patch_namespaced_pod(meta.name, meta.namespace, {"metadata": {"annotations": patch}},
-                                           _content_type=MERGE_PATCH)
+            self._patch(meta, {"metadata": {"annotations": patch}})
         self.rejected.pop(uid, None)
         LOG.info("pod %s/%s: %s", meta.namespace, meta.name, ", ".join(
             "%s=%s" % (e["interface"], e["ip_address"])
@@ -355,6 +359,22 @@ class Watcher:
             first_timestamp=now, last_timestamp=now,
             source=k8s_client.V1EventSource(component=COMPONENT)))
         self.rejected[meta.uid] = found
+
+    def _patch(self, meta, body):
+        """A JSON merge patch of the pod. Clients before 24.2 (such as
+        Debian 12's 22.6) take no ``_content_type`` and send a dict as a
+        strategic merge patch, which for annotations is the same thing."""
+        if self._content_type_kwarg is None:
+            try:
+                self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH)
+                self._content_type_kwarg = True
+                return
+            except ApiTypeError:
+                self._content_type_kwarg = False
+        if self._content_type_kwarg:
+            self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH)
+        else:
+            self.core.patch_namespaced_pod(meta.name, meta.namespace, body)
 
     # -- resync --------------------------------------------------------------
     def resync(self):
