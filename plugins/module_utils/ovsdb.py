@@ -240,7 +240,10 @@ class Database:
                 schema_name, remote, ", ".join(missing)))
         for table in tables:
             helper.register_table(table)
-        self.idl = _Idl(",".join(parts), helper)
+        # With several remotes of a RAFT cluster, talk to the leader. With
+        # one, talk to that server whatever its role: a follower forwards
+        # writes to the leader, and there is no other server to move to.
+        self.idl = _Idl(",".join(parts), helper, leader_only=len(parts) > 1)
         # Look rows up by name in O(log n) instead of scanning (View.lookup).
         for table in tables:
             if "name" in self.idl.tables[table].columns:

@@ -1,0 +1,158 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: ovs_uplink
+short_description: Move a host NIC onto an OVS bridge, with its addresses
+version_added: 0.1.0
+description:
+  - Makes a host NIC a port of an OVS bridge, and moves the NIC's global addresses and its
+    routes through a next hop onto the bridge's own interface, which takes the NIC's MAC.
+  - This is the underlay of OVS's userspace tunnelling (C(br-phy)), where the node's tunnel
+    endpoint address must live on a netdev bridge; and, with O(move_addresses=false), the
+    external NIC of a node gateway (C(br-ext)), whose address the gateway router answers for.
+  - "The steps run in an order that keeps the bridge from learning its own MAC on the NIC's
+    port: IPv6 is turned off on the NIC and its addresses are removed first, then the bridge and
+    the port are created in one OVSDB transaction, and only then do the addresses appear on the
+    bridge."
+  - V(absent) moves the addresses and routes back to the NIC and takes it off the bridge; the
+    bridge stays.
+author:
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
+options:
+  interface:
+    description:
+      - The host NIC, such as V(eth0).
+    type: str
+    required: true
+  bridge:
+    description:
+      - The OVS bridge, created if missing.
+    type: str
+    required: true
+  datapath_type:
+    description:
+      - The bridge's datapath; V(netdev) for the userspace datapath.
+    type: str
+    choices: [system, netdev]
+    default: netdev
+  move_addresses:
+    description:
+      - Whether the NIC's addresses and routes move to the bridge (V(true)), or are dropped
+        (V(false), for an external NIC whose address a gateway router holds).
+    type: bool
+    default: true
+  state:
+    description:
+      - V(present) puts the NIC on the bridge; V(absent) takes it off again.
+    type: str
+    choices: [present, absent]
+    default: present
+  link_timeout:
+    description:
+      - Seconds to wait for the bridge's interface to appear once OVS has created it.
+    type: int
+    default: 10
+extends_documentation_fragment:
+  - ovn4nfv.k8s.ovsdb
+  - ovn4nfv.k8s.ovsdb.OVS
+  - ovn4nfv.k8s.ovsdb.ATTRIBUTES
+requirements:
+  - pyroute2
+notes:
+  - Run it where the NIC is reachable through another path (a console, a container runtime, a
+    second NIC): the node's address is briefly on neither interface.
+"""
+
+EXAMPLES = r"""
+- name: The underlay NIC on br-phy, for userspace Geneve tunnels
+  ovn4nfv.k8s.ovs_uplink:
+    interface: eth0
+    bridge: br-phy
+    datapath_type: netdev
+
+- name: The external NIC on br-ext; the node gateway router holds the external address
+  ovn4nfv.k8s.ovs_uplink:
+    interface: eth1
+    bridge: br-ext
+    move_addresses: false
+"""
+
+RETURN = r"""
+before:
+  description: The NIC and the bridge as they were.
+  returned: always
+  type: dict
+  sample: {"interface": "eth0", "bridge": "br-phy", "in_bridge": false,
+           "interface_addresses": ["192.168.33.12/24"], "interface_ipv6": true, "bridge_addresses": []}
+after:
+  description: The NIC and the bridge as they are now (in check mode, as they would be).
+  returned: always
+  type: dict
+  sample: {"interface": "eth0", "bridge": "br-phy", "in_bridge": true,
+           "interface_addresses": [], "interface_ipv6": false, "bridge_addresses": ["192.168.33.12/24"]}
+operations:
+  description: What was done (in check mode, what would be done), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["disable IPv6 on eth0", "remove 192.168.33.12/24 from eth0", "create bridge br-phy",
+           "create port eth0", "add 192.168.33.12/24 to br-phy"]
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import (
+    connected, connection_argument_spec, fail, require_libraries)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import Ovn4nfvError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovs_resources import Bridge
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_OVS_DB, OVS_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import uplink
+
+
+def main():
+    spec = dict(
+        interface=dict(type="str", required=True),
+        bridge=dict(type="str", required=True),
+        datapath_type=dict(type="str", default="netdev", choices=["system", "netdev"]),
+        move_addresses=dict(type="bool", default=True),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        link_timeout=dict(type="int", default=10),
+    )
+    spec.update(connection_argument_spec(DEFAULT_OVS_DB))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    require_libraries(module)
+    if not uplink.HAS_PYROUTE2:
+        module.fail_json(msg=missing_required_lib("pyroute2"), exception="".join(
+            traceback.format_exception_only(type(uplink.PYROUTE2_IMPORT_ERROR),
+                                            uplink.PYROUTE2_IMPORT_ERROR)))
+    params = module.params
+    try:
+        wanted = uplink.Uplink(params["interface"], params["bridge"], params["datapath_type"],
+                               params["move_addresses"], where="ovs_uplink")
+    except Ovn4nfvError as exc:
+        fail(module, exc)
+    step = uplink.apply_uplink if params["state"] == "present" else uplink.remove_uplink
+    with connected(module, Bridge().tables, OVS_SCHEMA) as database:
+        with uplink.IPRoute() as ipr:
+            try:
+                changed, before, after, operations = step(ipr, database, wanted, module.check_mode,
+                                                          params["link_timeout"])
+            except Ovn4nfvError as exc:
+                fail(module, exc)
+    result = dict(changed=changed, before=before, after=after, operations=operations)
+    if module._diff and changed:
+        result["diff"] = dict(before=before, after=after)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
