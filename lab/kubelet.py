@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""The kubelet's part of running a pod in the lab, on one worker.
+
+    kubelet.py run NAME ANNOTATION_JSON    create the pod on the API (as
+                                           kubectl would), make its network
+                                           namespace, call the CNI plugin ADD
+    kubelet.py delete NAME                 CNI DEL, remove the namespace and
+                                           the pod
+
+The API is the lab's stand-in on the master. The CNI plugin and its
+configuration are the ones the cni role installed.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.request
+import uuid
+
+API = os.environ.get("LAB_API", "http://192.168.33.11:6443")
+NAMESPACE = "default"
+CNI_CONF = "/etc/cni/net.d/10-ovn4nfv.conf"
+CNI_BIN = "/opt/cni/bin"
+STATE = "/run/ovn4nfv-lab"
+
+
+def api(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(API + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
+def cni(command, name, container_id):
+    with open(CNI_CONF) as handle:
+        conf = json.load(handle)
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CNI_COMMAND": command,
+           "CNI_CONTAINERID": container_id, "CNI_NETNS": "/run/netns/" + name,
+           "CNI_IFNAME": "eth0", "CNI_PATH": CNI_BIN,
+           "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;"
+                       "K8S_POD_INFRA_CONTAINER_ID=%s" % (NAMESPACE, name, container_id)}
+    proc = subprocess.run([os.path.join(CNI_BIN, conf["type"])], input=json.dumps(conf),
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=120, check=False)
+    if proc.returncode:
+        raise SystemExit("CNI %s of %s failed (%d): %s %s" % (command, name, proc.returncode,
+                                                              proc.stdout, proc.stderr))
+    return json.loads(proc.stdout) if proc.stdout.strip() else None
+
+
+def run(name, annotation):
+    from pyroute2 import netns
+    os.makedirs(STATE, exist_ok=True)
+    api("POST", "/api/v1/namespaces/%s/pods" % NAMESPACE, {
+        "metadata": {"name": name, "annotations": {"ovnNetwork": annotation}},
+        "spec": {"nodeName": socket.gethostname()}})
+    if name not in netns.listnetns():
+        netns.create(name)
+    container_id = uuid.uuid4().hex
+    with open(os.path.join(STATE, name), "w") as handle:
+        handle.write(container_id)
+    result = cni("ADD", name, container_id)
+    return {"pod": name, "node": socket.gethostname(),
+            "ips": [ip["address"] for ip in (result or {}).get("ips", [])]}
+
+
+def delete(name):
+    from pyroute2 import netns
+    path = os.path.join(STATE, name)
+    if os.path.exists(path):
+        with open(path) as handle:
+            cni("DEL", name, handle.read().strip())
+        os.unlink(path)
+    if name in netns.listnetns():
+        netns.remove(name)
+    try:
+        api("DELETE", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, name))
+    except urllib.error.HTTPError as exc:
+        if exc.code != 404:
+            raise
+    return {"pod": name, "deleted": True}
+
+
+def main(argv):
+    if argv[1] == "run":
+        result = run(argv[2], argv[3])
+    elif argv[1] == "delete":
+        result = delete(argv[2])
+    else:
+        raise SystemExit(__doc__)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

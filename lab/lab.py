@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""The podman lab: a master, two workers and an external host as containers.
+
+``make lab`` runs ``lab.py run``: install what the machine lacks, build the
+node image from Debian's packages, start the containers on an underlay and an
+external podman network, stand the cluster up with the collection's own
+playbooks, create pods the way kubelet would, run ``verify.yml``, and print
+what it found. ``make lab-down`` runs ``lab.py down``.
+
+The containers play machines; Ansible reaches them through the podman
+connection plugin. Nothing here configures OVS or OVN: the playbooks do.
+The Kubernetes API is the test stand-in (``tests/kube_api_standin.py``), run
+on the master, because no real API server can be installed on this machine.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+STATE = os.path.join(ROOT, ".cache", "lab")
+
+BASE_IMAGE = "localhost/ovn4nfv-nodebase:bookworm"
+NODE_IMAGE = "localhost/ovn4nfv-node:bookworm"
+LABEL = "ovn4nfv.lab=1"
+UNDERLAY = ("ovn4nfv-underlay", "192.168.33.0/24")
+EXTERNAL = ("ovn4nfv-external", "192.168.50.0/24")
+API_PORT = 6443
+# name -> (hostname, underlay IP, external IP)
+NODES = {
+    "ovn4nfv-master": ("master", "192.168.33.11", None),
+    "ovn4nfv-worker1": ("worker1", "192.168.33.12", "192.168.50.12"),
+    "ovn4nfv-worker2": ("worker2", "192.168.33.13", "192.168.50.13"),
+}
+EXTERNAL_HOST = ("ovn4nfv-external", "external", "192.168.50.100")
+CONTAINERS_CONF = """\
+# Written by ovn4nfv.k8s's lab: runc (crun refuses this machine's hybrid
+# cgroups) and ulimits below the hard limit (raising them is refused).
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+"""
+
+
+def log(message):
+    print("lab: " + message, flush=True)
+
+
+def sh(*argv, check=True, capture=False, timeout=900, stdin=None):
+    result = subprocess.run(argv, check=False, text=True, input=stdin, timeout=timeout,
+                            stdout=subprocess.PIPE if capture else None,
+                            stderr=subprocess.PIPE if capture else None)
+    if check and result.returncode:
+        detail = (result.stderr or "").strip() if capture else ""
+        raise SystemExit("lab: %s failed (exit %d) %s" % (" ".join(argv), result.returncode, detail))
+    return result
+
+
+def podman(*args, **kw):
+    return sh("podman", *args, **kw)
+
+
+# -- the machine ------------------------------------------------------------
+def install_host_packages():
+    wanted = ["podman", "runc", "debootstrap", "catatonit", "netavark", "aardvark-dns"]
+    missing = [p for p in wanted
+               if "install ok installed" not in sh("dpkg-query", "-W", "-f=${Status}", p,
+                                                   check=False, capture=True).stdout]
+    if missing:
+        log("installing " + " ".join(missing))
+        sh("apt-get", "update", "-qq")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing,
+                       check=True, env=env)
+    conf = "/etc/containers/containers.conf"
+    current = open(conf).read() if os.path.exists(conf) else ""
+    if "runtime = \"runc\"" not in current:
+        os.makedirs(os.path.dirname(conf), exist_ok=True)
+        if current:
+            shutil.copy(conf, conf + ".before-ovn4nfv")
+        with open(conf, "w") as handle:
+            handle.write(CONTAINERS_CONF)
+
+
+def image_exists(name):
+    return podman("image", "exists", name, check=False).returncode == 0
+
+
+def build_images():
+    if not image_exists(BASE_IMAGE):
+        log("debootstrap of Debian 12 (minbase)")
+        root = tempfile.mkdtemp(prefix="ovn4nfv-rootfs-")
+        try:
+            sh("debootstrap", "--variant=minbase", "--include=python3,iproute2",
+               "bookworm", root, "http://deb.debian.org/debian", capture=True)
+            tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
+            subprocess.run(["podman", "import", "-", BASE_IMAGE], stdin=tar.stdout,
+                           check=True, stdout=subprocess.DEVNULL)
+            tar.wait()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    containerfile = os.path.join(HERE, "Containerfile")
+    with open(containerfile, "rb") as handle:
+        digest = hashlib.sha256(handle.read()).hexdigest()[:16]
+    built = podman("image", "inspect", "--format", "{{index .Labels \"ovn4nfv.containerfile\"}}",
+                   NODE_IMAGE, capture=True, check=False).stdout.strip()
+    if built != digest:
+        log("building the node image from Debian's packages")
+        podman("build", "--quiet", "--label", "ovn4nfv.containerfile=" + digest, "-t", NODE_IMAGE,
+               "-f", containerfile, HERE)
+
+
+# -- networks and containers -------------------------------------------------
+def ensure_network(name, subnet):
+    if podman("network", "exists", name, check=False).returncode:
+        # internal: no route off this machine; the lab talks only to itself.
+        podman("network", "create", "--internal", "--disable-dns", "--label", LABEL,
+               "--subnet", subnet, name, capture=True)
+
+
+def ensure_container(name, hostname, networks):
+    if podman("container", "exists", name, check=False).returncode == 0:
+        podman("start", name, capture=True)
+        return
+    argv = ["run", "-d", "--name", name, "--hostname", hostname, "--label", LABEL,
+            "--privileged", "--init"]
+    for net, ip in networks:
+        argv += ["--network", "%s:ip=%s" % (net, ip)]
+    podman(*argv, NODE_IMAGE, "sleep", "infinity", capture=True)
+
+
+def up():
+    ensure_network(*UNDERLAY)
+    ensure_network(*EXTERNAL)
+    for name, (hostname, ip, ext) in NODES.items():
+        nets = [(UNDERLAY[0], ip)] + ([(EXTERNAL[0], ext)] if ext else [])
+        ensure_container(name, hostname, nets)
+    ensure_container(EXTERNAL_HOST[0], EXTERNAL_HOST[1], [(EXTERNAL[0], EXTERNAL_HOST[2])])
+    # The external host's NIC is a veth: the kernel leaves TCP checksums to
+    # an offload that never happens, and the nodes' userspace datapath drops
+    # such packets. A physical NIC fills them in; here the host must.
+    podman("exec", EXTERNAL_HOST[0], "ethtool", "-K", "eth0", "tx", "off", capture=True)
+
+
+def down():
+    out = podman("ps", "-a", "--filter", "label=" + LABEL, "--format", "{{.Names}}",
+                 capture=True, check=False).stdout.split()
+    if out:
+        podman("rm", "-f", "-t", "0", *out, capture=True, check=False)
+    for net in (UNDERLAY[0], EXTERNAL[0]):
+        if podman("network", "exists", net, check=False).returncode == 0:
+            podman("network", "rm", "-f", net, capture=True, check=False)
+    log("down: %d containers removed" % len(out))
+
+
+# -- the cluster ------------------------------------------------------------
+PODS = [("worker1", "pod-w1a"), ("worker1", "pod-w1b"), ("worker2", "pod-w2a"), ("worker2", "pod-w2b")]
+POD_NETWORKS = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"},
+                           {"name": "ovn-net2", "interface": "net1"}])
+INVENTORIES = [os.path.join(ROOT, "playbooks", "inventory.example.yml"),
+               os.path.join(HERE, "inventory.lab.yml")]
+
+
+def container(node):
+    return [name for name, spec in NODES.items() if spec[0] == node][0]
+
+
+def collections_path():
+    """A collections tree whose ovn4nfv/k8s is this working tree."""
+    tree = os.path.join(STATE, "collections")
+    link = os.path.join(tree, "ansible_collections", "ovn4nfv", "k8s")
+    if not os.path.islink(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(ROOT, link)
+    return tree
+
+
+def playbook(name, *extra, check=True):
+    """Run a playbook of the collection against the lab; return (seconds,
+    recap {host: {ok, changed, failed...}}, output)."""
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(),
+               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", ANSIBLE_HOST_KEY_CHECKING="False",
+               ANSIBLE_PIPELINING="True", ANSIBLE_STDOUT_CALLBACK="default",
+               PATH=bindir + ":" + os.environ.get("PATH", ""))
+    argv = [os.path.join(bindir, "ansible-playbook")]
+    for inventory in INVENTORIES:
+        argv += ["-i", inventory]
+    argv += [os.path.join(ROOT, "playbooks", name)] + list(extra)
+    started = time.monotonic()
+    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=1800, check=False)
+    seconds = time.monotonic() - started
+    os.makedirs(STATE, exist_ok=True)
+    with open(os.path.join(STATE, name + ".log"), "w") as handle:
+        handle.write(proc.stdout)
+    recap = {}
+    for line in proc.stdout.splitlines():
+        match = re.match(r"^(\S+)\s+:\s+(.*)$", line)
+        if match and "ok=" in match.group(2):
+            recap[match.group(1)] = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2)))
+    if check and proc.returncode:
+        sys.stdout.write(proc.stdout[-6000:])
+        raise SystemExit("lab: %s failed (exit %d); the whole output is in %s" % (
+            name, proc.returncode, os.path.join(STATE, name + ".log")))
+    return seconds, recap, proc
+
+
+def exec_in(name, *argv, check=True):
+    return podman("exec", name, *argv, capture=True, check=check)
+
+
+def start_api():
+    """The Kubernetes API stand-in, as a process on the master."""
+    master = container("master")
+    if exec_in(master, "test", "-e", "/run/ovn4nfv-lab-api.pid", check=False).returncode == 0:
+        return
+    podman("cp", os.path.join(ROOT, "tests", "kube_api_standin.py"), master + ":/usr/local/lib/kube_api_standin.py")
+    exec_in(master, "sh", "-c", "python3 /usr/local/lib/kube_api_standin.py --listen %s:%d "
+            ">/var/log/kube-api-standin.log 2>&1 & echo $! > /run/ovn4nfv-lab-api.pid" % (
+                NODES[master][1], API_PORT))
+    exec_in(master, "python3", "-c", WAIT_HTTP % ("http://%s:%d/api/v1/pods" % (NODES[master][1], API_PORT)))
+
+
+WAIT_HTTP = """
+import time, urllib.request
+deadline = time.monotonic() + 20
+while True:
+    try:
+        urllib.request.urlopen(%r, timeout=2).read()
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.2)
+"""
+
+
+def run_pods():
+    """Pods on each worker, the way kubelet would make them."""
+    made = []
+    for node, pod in PODS:
+        name = container(node)
+        podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
+        result = exec_in(name, "python3", "/usr/local/bin/lab-kubelet", "run", pod, POD_NETWORKS)
+        made.append(json.loads(result.stdout))
+    return made
+
+
+def topology_text():
+    master = container("master")
+    nb = exec_in(master, "ovn-nbctl", "--no-leader-only", "show", check=False).stdout
+    sb = exec_in(master, "ovn-sbctl", "--no-leader-only", "show", check=False).stdout
+    return nb + sb
+
+
+def matrix(proc):
+    lines = []
+    for line in proc.stdout.splitlines():
+        match = re.search(r'"((?:OK|FAIL) .*)",?$', line.strip())
+        if match:
+            lines.append(match.group(1))
+    return lines
+
+
+def run_all():
+    phases = {}
+
+    def phase(name, function, *args):
+        started = time.monotonic()
+        value = function(*args)
+        phases[name] = time.monotonic() - started
+        log("%s: %.1fs" % (name, phases[name]))
+        return value
+
+    phase("install", install_host_packages)
+    phase("image", build_images)
+    phase("containers", up)
+    phase("api", start_api)
+    deploy_site, _recap, _p = phase("site", playbook, "site.yml")
+    deploy_net, _recap, _p = phase("networks", playbook, "networks.yml")
+    pods = phase("pods", run_pods)
+    _s, _r, verify = phase("verify", playbook, "verify.yml", check=False)
+    rerun_s, recap, _p = phase("rerun", playbook, "site.yml")
+    rows = matrix(verify)
+    print("\n".join(["", "== connectivity matrix"] + rows))
+    print("\n== topology\n" + topology_text())
+    print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
+    print("== pods: " + ", ".join("%s@%s %s" % (p["pod"], p["node"], " ".join(p["ips"])) for p in pods))
+    ok = sum(1 for r in rows if r.startswith("OK"))
+    changed = sum(h.get("changed", 0) for h in recap.values())
+    deploy = sum(phases[k] for k in ("install", "image", "containers", "api", "site", "networks", "pods"))
+    if verify.returncode:
+        print("verify.yml failed; see %s" % os.path.join(STATE, "verify.yml.log"))
+    print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d" % (
+        len(pods), ok, len(rows), deploy, rerun_s, changed))
+    return 0 if verify.returncode == 0 and ok == len(rows) and rows and changed == 0 else 1
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site",
+                                            "networks", "pods", "verify", "run"])
+    args = parser.parse_args(argv)
+    if args.command in ("site", "networks", "verify"):
+        return playbook(args.command + ".yml", check=False)[2].returncode
+    if args.command == "api":
+        start_api()
+    elif args.command == "pods":
+        print(json.dumps(run_pods()))
+    elif args.command == "run":
+        return run_all()
+    if args.command == "deps":
+        install_host_packages()
+    elif args.command == "image":
+        install_host_packages()
+        build_images()
+    elif args.command == "up":
+        install_host_packages()
+        build_images()
+        up()
+    elif args.command == "down":
+        down()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
