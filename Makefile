@@ -12,7 +12,7 @@ BASE_PYTHON := /usr/bin/python3
 COLLECTION_TREE := $(or $(TMPDIR),/tmp)/ovn4nfv.k8s-collections
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
-.PHONY: deps venv test unit functional integration sanity lint docs bench lab lab-down clean
+.PHONY: deps venv test unit functional integration sanity lint docs molecule bench lab lab-down clean
 
 deps:
 	.ci/install-deps
@@ -29,7 +29,7 @@ venv: $(VENV)/.installed
 # The whole default suite: what .ci/run runs.
 test: venv
 	$(PY) -m pytest tests/unit tests/functional tests/integration
-	$(MAKE) --no-print-directory sanity lint docs
+	$(MAKE) --no-print-directory sanity lint docs molecule
 
 unit: venv
 	$(PY) -m pytest tests/unit
@@ -50,8 +50,12 @@ sanity: venv
 	  2>&1 | tee $(COLLECTION_TREE)/sanity.log; test $${PIPESTATUS[0]} -eq 0
 	@! grep -q "All targets skipped" $(COLLECTION_TREE)/sanity.log || { echo "ansible-test found no files"; exit 1; }
 
+# The roles and playbooks call the collection's own modules and roles by
+# FQCN: ansible-lint finds them through a tree whose ovn4nfv/k8s is this one.
 lint: venv
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/ansible-lint
+	rm -rf $(COLLECTION_TREE)/lint && mkdir -p $(COLLECTION_TREE)/lint/ansible_collections/ovn4nfv
+	ln -s $(CURDIR) $(COLLECTION_TREE)/lint/ansible_collections/ovn4nfv/k8s
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/lint $(VENV)/bin/ansible-lint
 
 # ansible-doc must render every module.
 docs: venv
@@ -67,6 +71,16 @@ bench: venv
 	$(PY) benchmarks/topology.py
 	$(PY) benchmarks/watcher.py
 	$(PY) benchmarks/cni.py
+
+# Molecule scenarios under extensions/molecule, against this working tree.
+MOLECULE_SCENARIOS := topology
+molecule: venv
+	rm -rf $(COLLECTION_TREE)/molecule && mkdir -p $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv
+	ln -s $(CURDIR) $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv/k8s
+	@for s in $(MOLECULE_SCENARIOS); do \
+	  PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/molecule \
+	    $(VENV)/bin/molecule test -s $$s || exit 1; \
+	done
 
 # The local multi-node lab: podman containers as a master, two workers and
 # an external host, stood up by playbooks/site.yml and networks.yml.

@@ -167,7 +167,7 @@ def down():
 PODS = [("worker1", "pod-w1a"), ("worker1", "pod-w1b"), ("worker2", "pod-w2a"), ("worker2", "pod-w2b")]
 POD_NETWORKS = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"},
                            {"name": "ovn-net2", "interface": "net1"}])
-INVENTORIES = [os.path.join(ROOT, "playbooks", "inventory.example.yml"),
+INVENTORIES = [os.path.join(ROOT, "playbooks", "inventory", "example.yml"),
                os.path.join(HERE, "inventory.lab.yml")]
 
 
@@ -313,7 +313,15 @@ def main(argv=None):
                                             "networks", "pods", "verify", "run"])
     args = parser.parse_args(argv)
     if args.command in ("site", "networks", "verify"):
-        return playbook(args.command + ".yml", check=False)[2].returncode
+        seconds, recap, proc = playbook(args.command + ".yml", check=False)
+        if args.command == "verify":
+            print("\n".join(matrix(proc)))
+        for line in proc.stdout.splitlines():
+            if "links are broken" in line or "learned its own MAC" in line:
+                print(line.strip())
+                break
+        print("%s: %.1fs rc=%d %s" % (args.command, seconds, proc.returncode, json.dumps(recap)))
+        return proc.returncode
     if args.command == "api":
         start_api()
     elif args.command == "pods":

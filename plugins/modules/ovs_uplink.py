@@ -66,8 +66,8 @@ extends_documentation_fragment:
 requirements:
   - pyroute2
 notes:
-  - Run it where the NIC is reachable through another path (a console, a container runtime, a
-    second NIC): the node's address is briefly on neither interface.
+  - "Run it where the host is reachable through another path (a console, a container runtime, a
+    second NIC): the node's address is briefly on neither interface."
 """
 
 EXAMPLES = r"""
