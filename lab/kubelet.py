@@ -52,8 +52,13 @@ def cni(command, name, container_id):
 
 
 def run(name, annotation):
+    """Run the pod; a pod this node already runs is left as it is."""
     from pyroute2 import netns
     os.makedirs(STATE, exist_ok=True)
+    done = os.path.join(STATE, name + ".json")
+    if os.path.exists(done) and name in netns.listnetns():
+        with open(done) as handle:
+            return json.load(handle)
     api("POST", "/api/v1/namespaces/%s/pods" % NAMESPACE, {
         "metadata": {"name": name, "annotations": {"ovnNetwork": annotation}},
         "spec": {"nodeName": socket.gethostname()}})
@@ -63,8 +68,11 @@ def run(name, annotation):
     with open(os.path.join(STATE, name), "w") as handle:
         handle.write(container_id)
     result = cni("ADD", name, container_id)
-    return {"pod": name, "node": socket.gethostname(),
-            "ips": [ip["address"] for ip in (result or {}).get("ips", [])]}
+    summary = {"pod": name, "node": socket.gethostname(),
+               "ips": [ip["address"] for ip in (result or {}).get("ips", [])]}
+    with open(done, "w") as handle:
+        json.dump(summary, handle)
+    return summary
 
 
 def delete(name):
@@ -74,6 +82,8 @@ def delete(name):
         with open(path) as handle:
             cni("DEL", name, handle.read().strip())
         os.unlink(path)
+    if os.path.exists(path + ".json"):
+        os.unlink(path + ".json")
     if name in netns.listnetns():
         netns.remove(name)
     try:

@@ -276,9 +276,9 @@ def matrix(proc):
 def run_all():
     phases = {}
 
-    def phase(name, function, *args):
+    def phase(name, function, *args, **kwargs):
         started = time.monotonic()
-        value = function(*args)
+        value = function(*args, **kwargs)
         phases[name] = time.monotonic() - started
         log("%s: %.1fs" % (name, phases[name]))
         return value
