@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The podman lab: a master, two workers and an external host as containers.
 
 ``make lab`` runs ``lab.py run``: install what the machine lacks, build the
@@ -23,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -56,8 +54,8 @@ def log(message):
     print("lab: " + message, flush=True)
 
 
-def sh(*argv, check=True, capture=False, timeout=900, stdin=None):
-    result = subprocess.run(argv, check=False, text=True, input=stdin, timeout=timeout,
+def sh(*argv, check=True, capture=False, timeout=900):
+    result = subprocess.run(argv, check=False, text=True, timeout=timeout,
                             stdout=subprocess.PIPE if capture else None,
                             stderr=subprocess.PIPE if capture else None)
     if check and result.returncode:
@@ -287,8 +285,8 @@ def run_all():
     phase("image", build_images)
     phase("containers", up)
     phase("api", start_api)
-    deploy_site, _recap, _p = phase("site", playbook, "site.yml")
-    deploy_net, _recap, _p = phase("networks", playbook, "networks.yml")
+    phase("site", playbook, "site.yml")
+    phase("networks", playbook, "networks.yml")
     pods = phase("pods", run_pods)
     _s, _r, verify = phase("verify", playbook, "verify.yml", check=False)
     rerun_s, recap, _p = phase("rerun", playbook, "site.yml")
@@ -322,23 +320,20 @@ def main(argv=None):
                 break
         print("%s: %.1fs rc=%d %s" % (args.command, seconds, proc.returncode, json.dumps(recap)))
         return proc.returncode
-    if args.command == "api":
+    if args.command == "run":
+        return run_all()
+    if args.command == "down":
+        down()
+    elif args.command == "api":
         start_api()
     elif args.command == "pods":
         print(json.dumps(run_pods()))
-    elif args.command == "run":
-        return run_all()
-    if args.command == "deps":
+    else:               # deps, image, up: each step includes those before it
         install_host_packages()
-    elif args.command == "image":
-        install_host_packages()
-        build_images()
-    elif args.command == "up":
-        install_host_packages()
-        build_images()
-        up()
-    elif args.command == "down":
-        down()
+        if args.command in ("image", "up"):
+            build_images()
+        if args.command == "up":
+            up()
     return 0
 
 

@@ -43,6 +43,11 @@ except ImportError as exc:  # pragma: no cover - reported by the module
 K_UPLINK = "ovn4nfv-uplink"
 
 
+def netlink():
+    """A netlink socket in this network namespace, for the ``with`` block."""
+    return IPRoute()
+
+
 def _sysctl_path(ifname):
     return "/proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifname
 
@@ -60,6 +65,12 @@ def _set_ipv6_disabled(ifname, disabled):
     if os.path.exists(path):
         with open(path, "w") as handle:
             handle.write("1" if disabled else "0")
+
+
+def _address(ipr, command, index, address):
+    """Add or delete one ``IP/prefix`` on a link."""
+    ip, _sep, prefix = address.partition("/")
+    ipr.addr(command, index=index, address=ip, prefixlen=int(prefix))
 
 
 def _addresses(ipr, index):
@@ -113,18 +124,14 @@ def read_state(ipr, idl, uplink):
     nic = nic[0]
     mac = ipr.get_links(nic)[0].get_attr("IFLA_ADDRESS")
     bridge_link = ipr.link_lookup(ifname=uplink.bridge)
-    in_bridge = False
-    bridge_exists = False
-    for row in idl.tables["Bridge"].rows.values():
-        if row.name == uplink.bridge:
-            bridge_exists = True
-            in_bridge = any(p.name == uplink.interface for p in row.ports)
+    in_bridge = any(p.name == uplink.interface for row in idl.tables["Bridge"].rows.values()
+                    if row.name == uplink.bridge for p in row.ports)
     return {
         "interface": uplink.interface, "bridge": uplink.bridge, "mac": mac,
         "interface_addresses": _addresses(ipr, nic),
         "interface_ipv6": not _ipv6_disabled(uplink.interface),
         "bridge_addresses": _addresses(ipr, bridge_link[0]) if bridge_link else [],
-        "bridge_exists": bridge_exists, "in_bridge": in_bridge,
+        "in_bridge": in_bridge,
         "routes": _gateway_routes(ipr, nic),
         "bridge_routes": _gateway_routes(ipr, bridge_link[0]) if bridge_link else [],
     }
@@ -137,17 +144,12 @@ def summary(state):
     return dict((k, state[k]) for k in keys)
 
 
-def _ovs_items(uplink, mac):
+def plan_ovs(view, uplink, mac):
+    """The OVSDB part: the bridge (with the NIC's MAC) and the NIC's port."""
     bridge = {"name": uplink.bridge, "datapath_type": uplink.datapath_type,
               "other_config": {"hwaddr": mac}}
     port = {"name": uplink.interface, "bridge": uplink.bridge,
             "external_ids": {K_UPLINK: "true"}}
-    return bridge, port
-
-
-def plan_ovs(view, uplink, mac):
-    """The OVSDB part: the bridge (with the NIC's MAC) and the NIC's port."""
-    bridge, port = _ovs_items(uplink, mac)
     batch = reconcile.Batch()
     batch.add(reconcile.plan(Bridge(), reconcile.validate_config(Bridge(), [bridge], "merged"),
                              "merged", view))
@@ -200,7 +202,7 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
     for route in routes:
         operations.append("route %s via %s on %s" % (route["dst"], route["gateway"], uplink.bridge))
     after = dict(before, interface_addresses=[], interface_ipv6=False, in_bridge=True,
-                 bridge_exists=True, bridge_addresses=wanted_bridge_addresses)
+                 bridge_addresses=wanted_bridge_addresses)
     if not operations and _is_down(ipr, uplink.bridge):
         operations.append("set %s up" % uplink.bridge)
     if not operations or check_mode:
@@ -210,8 +212,7 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
     _set_ipv6_disabled(uplink.interface, True)
     nic = ipr.link_lookup(ifname=uplink.interface)[0]
     for address in before["interface_addresses"]:
-        ip, _sep, prefix = address.partition("/")
-        ipr.addr("del", index=nic, address=ip, prefixlen=int(prefix))
+        _address(ipr, "del", nic, address)
     # 2. the bridge and the port, in one transaction
     reconcile.execute(database, lambda view: plan_ovs(view, uplink, before["mac"]), write=True)
     # 3. the addresses and routes, on the bridge's own interface
@@ -220,8 +221,7 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
     present = set(_addresses(ipr, index))
     for address in moving:
         if address not in present:
-            ip, _sep, prefix = address.partition("/")
-            ipr.addr("add", index=index, address=ip, prefixlen=int(prefix))
+            _address(ipr, "add", index, address)
     for route in routes:
         ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=index)
     final = database.read(lambda idl: read_state(ipr, idl, uplink))
@@ -255,15 +255,13 @@ def remove_uplink(ipr, database, uplink, check_mode, timeout):
     routes = before["bridge_routes"] if uplink.move_addresses else []
     bridge = ipr.link_lookup(ifname=uplink.bridge)
     for address in moving:
-        ip, _sep, prefix = address.partition("/")
-        ipr.addr("del", index=bridge[0], address=ip, prefixlen=int(prefix))
+        _address(ipr, "del", bridge[0], address)
     if before["in_bridge"]:
         reconcile.reconcile(Port(), [{"name": uplink.interface}], "deleted", database)
     _set_ipv6_disabled(uplink.interface, False)
     nic = ipr.link_lookup(ifname=uplink.interface)[0]
     for address in moving:
-        ip, _sep, prefix = address.partition("/")
-        ipr.addr("add", index=nic, address=ip, prefixlen=int(prefix))
+        _address(ipr, "add", nic, address)
     for route in routes:
         ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=nic)
     final = database.read(lambda idl: read_state(ipr, idl, uplink))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Pack the collection's Python core (plugins/module_utils) as the package
 ovn4nfv_k8s into one zip, byte-identical for identical sources (fixed
 timestamps, sorted names), so that copying it to a node is one idempotent
