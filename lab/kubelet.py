@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """The kubelet's part of running a pod in the lab, on one worker.
 
     kubelet.py run NAME ANNOTATION_JSON    create the pod on the API (as

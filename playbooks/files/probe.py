@@ -1,5 +1,4 @@
-#!/usr/bin/python3
-"""verify.yml's probe: what the pods on a node are, and whether they reach
+"""verify.yml's probe (run as ``python3 probe.py ...``): what the pods on a node are, and whether they reach
 their peers. Standard library only, plus pyroute2 to enter namespaces.
 
     probe.py pods NETWORKS_JSON           list the pod namespaces and their

@@ -142,7 +142,7 @@ def main():
         fail(module, exc)
     step = uplink.apply_uplink if params["state"] == "present" else uplink.remove_uplink
     with connected(module, Bridge().tables, OVS_SCHEMA) as database:
-        with uplink.IPRoute() as ipr:
+        with uplink.netlink() as ipr:
             try:
                 changed, before, after, operations = step(ipr, database, wanted, module.check_mode,
                                                           params["link_timeout"])

@@ -8,7 +8,9 @@ MANIFEST = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "watcher
 
 
 def test_least_privilege():
-    docs = [d for d in yaml.safe_load_all(open(MANIFEST)) if d]
+    manifest = yaml.safe_load(open(MANIFEST))
+    assert manifest["kind"] == "List"
+    docs = manifest["items"]
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "ServiceAccount"]
     role = [d for d in docs if d["kind"] == "ClusterRole"][0]
