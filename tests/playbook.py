@@ -30,8 +30,9 @@ def ansible_env(collections_path, home):
 
 
 def run_playbook(collections_path, tasks, extra_vars=None, module_defaults=None, diff=True,
-                 timeout=300):
-    """Run ``tasks`` (a list of dicts, each with a ``name``) on localhost.
+                 timeout=300, netns=None):
+    """Run ``tasks`` (a list of dicts, each with a ``name``) on localhost,
+    inside the network namespace ``netns`` when given.
 
     Returns ``(results, completed_process)``: ``results`` maps task name to
     its registered result.
@@ -60,8 +61,9 @@ def run_playbook(collections_path, tasks, extra_vars=None, module_defaults=None,
             json.dump(play, handle)
         with open(os.path.join(work, "vars.json"), "w") as handle:
             json.dump(extra_vars or {}, handle)
-        cmd = [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", path,
-               "-e", "@" + os.path.join(work, "vars.json")]
+        cmd = (["ip", "netns", "exec", netns] if netns else []) + [
+            os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", path,
+            "-e", "@" + os.path.join(work, "vars.json")]
         if diff:
             cmd.append("--diff")
         proc = subprocess.run(cmd, env=ansible_env(collections_path, work),

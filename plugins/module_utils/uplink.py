@@ -28,6 +28,7 @@ import select
 import time
 
 from . import reconcile
+from .addressing import parse_ip_interface
 from .errors import Ovn4nfvError, ValidationError
 from .naming import interface_name
 from .ovs_resources import Bridge, Port
@@ -103,7 +104,7 @@ class Uplink:
     """The wanted uplink: ``interface`` on ``bridge``."""
 
     def __init__(self, interface, bridge, datapath_type="netdev", move_addresses=True,
-                 where="uplink"):
+                 addresses=(), where="uplink"):
         self.interface = interface_name(interface, where + ".interface")
         self.bridge = interface_name(bridge, where + ".bridge")
         if self.interface == self.bridge:
@@ -114,6 +115,9 @@ class Uplink:
                 where, datapath_type))
         self.datapath_type = datapath_type
         self.move_addresses = move_addresses
+        self.addresses = sorted(set(
+            "%s/%d" % (net.ip, net.prefixlen) for _ip, net in
+            (parse_ip_interface(a, "%s.addresses[%d]" % (where, i)) for i, a in enumerate(addresses))))
 
 
 def read_state(ipr, idl, uplink):
@@ -160,10 +164,11 @@ def plan_ovs(view, uplink, mac):
 
 def wait_link(ipr, ifname, timeout):
     """Wait for ``ifname`` to appear, woken by netlink link events; return
-    its index."""
+    its index. The events come on a socket of their own: pyroute2 0.9 binds
+    a socket on its first request and cannot bind it again."""
     deadline = time.monotonic() + timeout
-    ipr.bind()
-    try:
+    with netlink() as events:
+        events.bind()
         while True:
             found = ipr.link_lookup(ifname=ifname)
             if found:
@@ -172,14 +177,9 @@ def wait_link(ipr, ifname, timeout):
             if remaining <= 0:
                 raise Ovn4nfvError("%s did not appear within %ss; is ovs-vswitchd running?" % (
                     ifname, timeout))
-            ready, _w, _x = select.select([ipr.fileno()], [], [], min(remaining, 1.0))
+            ready, _w, _x = select.select([events.fileno()], [], [], min(remaining, 1.0))
             if ready:
-                ipr.get()       # drain; the lookup above decides
-    finally:
-        try:
-            ipr.unbind() if hasattr(ipr, "unbind") else None
-        except Exception:       # pragma: no cover - best effort
-            pass
+                events.get()        # drain; the lookup above decides
 
 
 def apply_uplink(ipr, database, uplink, check_mode, timeout):
@@ -188,7 +188,11 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
     before = database.read(lambda idl: read_state(ipr, idl, uplink))
     moving = before["interface_addresses"] if uplink.move_addresses else []
     routes = before["routes"] if uplink.move_addresses else []
-    wanted_bridge_addresses = sorted(set(before["bridge_addresses"]) | set(moving))
+    # The NIC's addresses while it still holds them; ``addresses`` also once
+    # it is a port, so that a bridge that lost its address gets it back.
+    adding = [a for a in sorted(set(moving) | set(uplink.addresses))
+              if a not in before["bridge_addresses"]]
+    wanted_bridge_addresses = sorted(set(before["bridge_addresses"]) | set(adding))
     operations = []
     if before["interface_ipv6"]:
         operations.append("disable IPv6 on %s" % uplink.interface)
@@ -196,9 +200,8 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
         operations.append("remove %s from %s" % (address, uplink.interface))
     batch = database.read(lambda idl: plan_ovs(reconcile.View(idl), uplink, before["mac"]))
     operations.extend(batch.operations())
-    for address in moving:
-        if address not in before["bridge_addresses"]:
-            operations.append("add %s to %s" % (address, uplink.bridge))
+    for address in adding:
+        operations.append("add %s to %s" % (address, uplink.bridge))
     for route in routes:
         operations.append("route %s via %s on %s" % (route["dst"], route["gateway"], uplink.bridge))
     after = dict(before, interface_addresses=[], interface_ipv6=False, in_bridge=True,
@@ -219,7 +222,7 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
     index = wait_link(ipr, uplink.bridge, timeout)
     ipr.link("set", index=index, state="up")
     present = set(_addresses(ipr, index))
-    for address in moving:
+    for address in adding:
         if address not in present:
             _address(ipr, "add", index, address)
     for route in routes:

@@ -48,6 +48,16 @@ options:
         (V(false), for an external NIC whose address a gateway router holds).
     type: bool
     default: true
+  addresses:
+    description:
+      - Addresses, as V(IP/prefix), that the bridge must hold, besides those that move from the NIC.
+      - The NIC's addresses move only while it still holds them; once it is a port, nothing is
+        left on it to learn from. Naming the node's address here lets a later run put it back on
+        a bridge that lost it, for example after C(ovs-vswitchd) re-created the bridge's
+        interface.
+    type: list
+    elements: str
+    default: []
   state:
     description:
       - V(present) puts the NIC on the bridge; V(absent) takes it off again.
@@ -76,6 +86,7 @@ EXAMPLES = r"""
     interface: eth0
     bridge: br-phy
     datapath_type: netdev
+    addresses: [192.168.33.12/24]
 
 - name: The external NIC on br-ext; the node gateway router holds the external address
   ovn4nfv.k8s.ovs_uplink:
@@ -124,6 +135,7 @@ def main():
         bridge=dict(type="str", required=True),
         datapath_type=dict(type="str", default="netdev", choices=["system", "netdev"]),
         move_addresses=dict(type="bool", default=True),
+        addresses=dict(type="list", elements="str", default=[]),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         link_timeout=dict(type="int", default=10),
     )
@@ -137,7 +149,7 @@ def main():
     params = module.params
     try:
         wanted = uplink.Uplink(params["interface"], params["bridge"], params["datapath_type"],
-                               params["move_addresses"], where="ovs_uplink")
+                               params["move_addresses"], params["addresses"], where="ovs_uplink")
     except Ovn4nfvError as exc:
         fail(module, exc)
     step = uplink.apply_uplink if params["state"] == "present" else uplink.remove_uplink

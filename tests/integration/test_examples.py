@@ -18,7 +18,12 @@ BUILDING_BLOCKS = ["ovs_bridge", "ovs_port", "ovn_chassis", "ovs_info",
                    "ovn_logical_switch", "ovn_logical_router", "ovn_logical_switch_port",
                    "ovn_logical_router_port", "ovn_static_route", "ovn_nat", "ovn_info"]
 CLUSTER = ["cluster_topology", "node_gateway", "virtual_network", "cluster_network"]
-ORDER = BUILDING_BLOCKS + CLUSTER
+# Their db follows their database option, so each task gets the sandbox's
+# NB or SB remote (the servers here do not act on Connection rows).
+LISTENERS = ["ovn_connection"]
+# Moves host NICs: its examples run in test_uplink.py, in a namespace.
+IN_A_NAMESPACE = ["ovs_uplink"]
+ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE
 
 
 def examples(module):
@@ -94,3 +99,16 @@ def test_examples_run_and_are_idempotent(sandbox, collections_path):
     assert len(nb["static_routes"]) == 2 and len(nb["nat"]) == 1
     assert set(facts["nb_switches"]) >= {"logical_switches"}
     assert "logical_routers" not in facts["nb_switches"]
+
+
+def test_listener_examples_run_and_are_idempotent(sandbox, collections_path):
+    tasks = []
+    for task in example_tasks(LISTENERS):
+        params = dict(task["ovn4nfv.k8s.ovn_connection"])
+        params["db"] = sandbox.sb_db if params.get("database") == "southbound" else sandbox.nb_db
+        tasks.append(dict(task, **{"ovn4nfv.k8s.ovn_connection": params}))
+    run_twice(sandbox, collections_path, tasks)
+    nb = sandbox.rows("nb", "Connection")
+    sb = sandbox.rows("sb", "Connection")
+    assert [c["target"] for c in nb] == ["pssl:6641:192.168.33.11"]
+    assert [(c["target"], c["role"]) for c in sb] == [("pssl:6642:192.168.33.11", "ovn-controller")]

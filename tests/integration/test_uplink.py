@@ -1,0 +1,186 @@
+"""ovs_uplink against a real ovs-vswitchd (userspace datapath) and real
+links, inside a network namespace of the test's own.
+
+The node namespace holds ``ovs-vswitchd`` and two veths named as the
+module's EXAMPLES name them, ``eth0`` (the underlay, with an address and a
+route through a next hop) and ``eth1`` (the external NIC). Their peers sit in
+a second namespace, the *peer*, which is where the test pings from. The
+examples run as written, with only ``db`` pointed at the test's database.
+"""
+
+import json
+import os
+
+import pytest
+
+from dataplane import Node, ip, ping
+from playbook import run_playbook
+from test_examples import examples
+
+# The seed topology's worker addresses, as in the EXAMPLES; they exist only
+# inside the test's namespaces.
+UNDERLAY = "192.168.33.12/24"
+PEER = "192.168.33.1"
+ROUTED = "10.251.0.0/24"
+EXTERNAL = "192.168.50.12/24"
+
+
+class UplinkHost:
+    """A node namespace with eth0/eth1, and their peers in another."""
+
+    def __init__(self):
+        self.node = Node()
+        try:
+            self.peer = "o4n-%s-peer" % self.node.tag
+            self.node._add_ns(self.peer)
+            for nic, peer_nic, address, peer_address in (
+                    ("eth0", "p0", UNDERLAY, PEER + "/24"),
+                    ("eth1", "p1", EXTERNAL, "192.168.50.1/24")):
+                self.node.run_in_node("ip", "link", "add", nic, "type", "veth", "peer", "name",
+                                      peer_nic, "netns", self.peer)
+                self.node.run_in_node("ip", "addr", "add", address, "dev", nic)
+                self.node.run_in_node("ip", "link", "set", nic, "up")
+                ip("ip", "addr", "add", peer_address, "dev", peer_nic, netns=self.peer)
+                ip("ip", "link", "set", peer_nic, "up", netns=self.peer)
+            self.node.run_in_node("ip", "route", "add", ROUTED, "via", PEER, "dev", "eth0")
+        except Exception:
+            self.node.stop()
+            raise
+
+    def addresses(self, ifname):
+        out = self.node.run_in_node("ip", "-j", "-4", "addr", "show", "dev", ifname).stdout
+        return sorted("%s/%d" % (a["local"], a["prefixlen"])
+                      for link in json.loads(out) for a in link["addr_info"])
+
+    def routes(self, ifname):
+        out = self.node.run_in_node("ip", "-j", "-4", "route", "show", "dev", ifname).stdout
+        return sorted((r["dst"], r.get("gateway")) for r in json.loads(out) if r.get("gateway"))
+
+    def ipv6_disabled(self, ifname):
+        return self.node.run_in_node(
+            "cat", "/proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifname).stdout.strip() == "1"
+
+    def vsctl(self, *args):
+        return self.node.box.vsctl(*args).strip()
+
+    def fdb(self, bridge):
+        """``(port, mac)`` of each entry the bridge learned."""
+        out = self.node.run_in_node("ovs-appctl", "-t", os.path.join(
+            self.node.box.dir, "ovs-vswitchd.ctl"), "fdb/show", bridge).stdout
+        return [(line.split()[0], line.split()[2]) for line in out.splitlines()[1:]]
+
+    def mac(self, ifname):
+        out = self.node.run_in_node("ip", "-j", "link", "show", "dev", ifname).stdout
+        return json.loads(out)[0]["address"]
+
+    def play(self, collections_path, tasks):
+        defaults = {"ovn4nfv.k8s.ovs_uplink": {"db": self.node.box.ovs_db}}
+        return run_playbook(collections_path, tasks, module_defaults=defaults, netns=self.node.ns)
+
+    def stop(self):
+        self.node.stop()
+
+
+@pytest.fixture
+def host():
+    box = UplinkHost()
+    try:
+        yield box
+    finally:
+        box.stop()
+
+
+def uplink(name, **params):
+    return {"name": name, "ovn4nfv.k8s.ovs_uplink": params}
+
+
+def test_examples_move_the_nics_in_order_and_are_idempotent(host, collections_path):
+    eth0_mac = host.mac("eth0")
+    tasks = examples("ovs_uplink")
+    first, proc = host.play(collections_path, tasks)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    underlay = first[tasks[0]["name"]]
+    assert underlay["changed"]
+    assert [op.split(":")[0] for op in underlay["operations"]] == [
+        "disable IPv6 on eth0", "remove %s from eth0" % UNDERLAY, "create bridge br-phy",
+        "create port eth0", "add %s to br-phy" % UNDERLAY,
+        "route %s via %s on br-phy" % (ROUTED, PEER)]
+    assert underlay["diff"]["before"]["interface_addresses"] == [UNDERLAY]
+    assert underlay["diff"]["after"]["bridge_addresses"] == [UNDERLAY]
+
+    # The host as the examples left it.
+    assert host.vsctl("list-ports", "br-phy") == "eth0"
+    assert host.vsctl("get", "bridge", "br-phy", "datapath_type") == "netdev"
+    assert host.addresses("eth0") == [] and host.ipv6_disabled("eth0")
+    assert host.addresses("br-phy") == [UNDERLAY]
+    assert host.routes("br-phy") == [(ROUTED, PEER)]
+    assert host.mac("br-phy") == eth0_mac, "the bridge takes the NIC's MAC"
+    assert host.vsctl("list-ports", "br-ext") == "eth1"
+    assert host.addresses("eth1") == [] and host.addresses("br-ext") == []
+
+    # The node's address answers through the userspace bridge, and the
+    # bridge never learned its own MAC on the NIC's port.
+    assert ping(host.peer, UNDERLAY.split("/")[0])
+    own = [port for port, mac in host.fdb("br-phy") if mac == eth0_mac]
+    assert own in ([], ["LOCAL"]), "br-phy learned its own MAC on %s" % own
+
+    second, proc = host.play(collections_path, tasks)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert [n for n, r in second.items() if r.get("changed")] == []
+
+
+def test_check_mode_then_absent_gives_the_nic_back(host, collections_path):
+    present = uplink("on", interface="eth0", bridge="br-phy")
+    probe = dict(uplink("would", interface="eth0", bridge="br-phy", state="absent"),
+                 check_mode=True)
+    absent = uplink("off", interface="eth0", bridge="br-phy", state="absent")
+    results, proc = host.play(collections_path, [present, probe])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert results["would"]["changed"]
+    assert results["would"]["operations"][0] == "remove port eth0 from br-phy"
+    assert host.vsctl("list-ports", "br-phy") == "eth0", "check mode changed nothing"
+    assert host.addresses("br-phy") == [UNDERLAY]
+
+    results, proc = host.play(collections_path, [absent, dict(absent, name="again")])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert results["off"]["changed"] and not results["again"]["changed"]
+    assert host.vsctl("list-ports", "br-phy") == ""
+    assert host.addresses("eth0") == [UNDERLAY] and host.addresses("br-phy") == []
+    assert host.routes("eth0") == [(ROUTED, PEER)]
+    assert not host.ipv6_disabled("eth0")
+    assert ping(host.peer, UNDERLAY.split("/")[0])
+
+
+def test_check_mode_creates_nothing(host, collections_path):
+    results, proc = host.play(collections_path, [
+        dict(uplink("would", interface="eth0", bridge="br-phy"), check_mode=True)])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert results["would"]["changed"]
+    assert host.vsctl("list-br") == ""
+    assert host.addresses("eth0") == [UNDERLAY] and not host.ipv6_disabled("eth0")
+
+
+def test_a_missing_nic_fails_before_anything_is_touched(host, collections_path):
+    results, proc = host.play(collections_path, [
+        dict(uplink("typo", interface="eht0", bridge="br-phy"), ignore_errors=True)])
+    assert results["typo"]["failed"]
+    assert "eht0 does not exist" in results["typo"]["msg"]
+    assert host.vsctl("list-br") == ""
+
+
+def test_bridge_address_is_repaired_when_given(host, collections_path):
+    """Once the NIC is a port, its address is no longer on it to learn from:
+    ``addresses`` names what the bridge must hold, so a bridge that lost
+    its address (ovs-vswitchd re-created its interface) is repaired."""
+    results, proc = host.play(collections_path, [
+        uplink("on", interface="eth0", bridge="br-phy", addresses=[UNDERLAY])])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    host.node.run_in_node("ip", "addr", "flush", "dev", "br-phy")
+    assert host.addresses("br-phy") == []
+    results, proc = host.play(collections_path, [
+        uplink("mend", interface="eth0", bridge="br-phy", addresses=[UNDERLAY])])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert results["mend"]["changed"]
+    assert results["mend"]["operations"] == ["add %s to br-phy" % UNDERLAY]
+    assert host.addresses("br-phy") == [UNDERLAY]
+    assert ping(host.peer, UNDERLAY.split("/")[0])
