@@ -73,7 +73,7 @@ bench: venv
 	$(PY) benchmarks/cni.py
 
 # Molecule scenarios under extensions/molecule, against this working tree.
-MOLECULE_SCENARIOS := topology
+MOLECULE_SCENARIOS := ovs ovn_central ovn_controller node_gateway cni watcher central_cluster topology
 molecule: venv
 	rm -rf $(COLLECTION_TREE)/molecule && mkdir -p $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv
 	ln -s $(CURDIR) $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv/k8s

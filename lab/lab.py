@@ -29,17 +29,56 @@ STATE = os.path.join(ROOT, ".cache", "lab")
 
 BASE_IMAGE = "localhost/ovn4nfv-nodebase:bookworm"
 NODE_IMAGE = "localhost/ovn4nfv-node:bookworm"
-LABEL = "ovn4nfv.lab=1"
+LABEL = "ovn4nfv.lab"
+API_PORT = 6443
+
+
+class LabSet:
+    """Containers on podman networks of their own: ``networks`` is
+    ``[(name, subnet)]``, ``nodes`` maps a container to ``(hostname,
+    [(network, ip)])``, ``api`` is the container that runs the API stand-in
+    on its first address, and ``tx_off`` the containers whose veth must fill
+    in TCP checksums itself."""
+
+    def __init__(self, name, networks, nodes, api=None, tx_off=()):
+        self.name, self.networks, self.nodes = name, networks, nodes
+        self.api, self.tx_off = api, tx_off
+
+    @property
+    def label(self):
+        return "%s=%s" % (LABEL, self.name)
+
+    def address(self, name):
+        return self.nodes[name][1][0][1]
+
+
 UNDERLAY = ("ovn4nfv-underlay", "192.168.33.0/24")
 EXTERNAL = ("ovn4nfv-external", "192.168.50.0/24")
-API_PORT = 6443
-# name -> (hostname, underlay IP, external IP)
-NODES = {
-    "ovn4nfv-master": ("master", "192.168.33.11", None),
-    "ovn4nfv-worker1": ("worker1", "192.168.33.12", "192.168.50.12"),
-    "ovn4nfv-worker2": ("worker2", "192.168.33.13", "192.168.50.13"),
+SETS = {
+    # The seed topology (playbooks/inventory/example.yml): make lab, and the
+    # molecule topology scenario.
+    "lab": LabSet("lab", [UNDERLAY, EXTERNAL], {
+        "ovn4nfv-master": ("master", [(UNDERLAY[0], "192.168.33.11")]),
+        "ovn4nfv-worker1": ("worker1", [(UNDERLAY[0], "192.168.33.12"), (EXTERNAL[0], "192.168.50.12")]),
+        "ovn4nfv-worker2": ("worker2", [(UNDERLAY[0], "192.168.33.13"), (EXTERNAL[0], "192.168.50.13")]),
+        "ovn4nfv-external": ("external", [(EXTERNAL[0], "192.168.50.100")]),
+    }, api="ovn4nfv-master", tx_off=["ovn4nfv-external"]),
+    # A three-member RAFT central and a master for the watcher: the molecule
+    # central_cluster scenario.
+    "cluster": LabSet("cluster", [("ovn4nfv-cluster", "192.168.34.0/24")], {
+        "ovn4nfv-central1": ("central1", [("ovn4nfv-cluster", "192.168.34.21")]),
+        "ovn4nfv-central2": ("central2", [("ovn4nfv-cluster", "192.168.34.22")]),
+        "ovn4nfv-central3": ("central3", [("ovn4nfv-cluster", "192.168.34.23")]),
+        "ovn4nfv-cmaster": ("cmaster", [("ovn4nfv-cluster", "192.168.34.11")]),
+    }, api="ovn4nfv-cmaster"),
+    # One node that is everything at once: the molecule scenarios of the roles.
+    "node": LabSet("node", [("ovn4nfv-node-underlay", "192.168.35.0/24"),
+                            ("ovn4nfv-node-external", "192.168.36.0/24")], {
+        "ovn4nfv-node": ("node", [("ovn4nfv-node-underlay", "192.168.35.11"),
+                                  ("ovn4nfv-node-external", "192.168.36.11")]),
+    }, api="ovn4nfv-node"),
 }
-EXTERNAL_HOST = ("ovn4nfv-external", "external", "192.168.50.100")
+LAB = SETS["lab"]
 CONTAINERS_CONF = """\
 # Written by ovn4nfv.k8s's lab: runc (crun refuses this machine's hybrid
 # cgroups) and ulimits below the hard limit (raising them is refused).
@@ -119,46 +158,49 @@ def build_images():
 
 
 # -- networks and containers -------------------------------------------------
-def ensure_network(name, subnet):
+def ensure_network(network, label):
+    name, subnet = network
     if podman("network", "exists", name, check=False).returncode:
         # internal: no route off this machine; the lab talks only to itself.
-        podman("network", "create", "--internal", "--disable-dns", "--label", LABEL,
+        podman("network", "create", "--internal", "--disable-dns", "--label", label,
                "--subnet", subnet, name, capture=True)
 
 
-def ensure_container(name, hostname, networks):
+def ensure_container(name, hostname, networks, label):
     if podman("container", "exists", name, check=False).returncode == 0:
         podman("start", name, capture=True)
         return
-    argv = ["run", "-d", "--name", name, "--hostname", hostname, "--label", LABEL,
+    argv = ["run", "-d", "--name", name, "--hostname", hostname, "--label", label,
             "--privileged", "--init"]
     for net, ip in networks:
         argv += ["--network", "%s:ip=%s" % (net, ip)]
     podman(*argv, NODE_IMAGE, "sleep", "infinity", capture=True)
 
 
-def up():
-    ensure_network(*UNDERLAY)
-    ensure_network(*EXTERNAL)
-    for name, (hostname, ip, ext) in NODES.items():
-        nets = [(UNDERLAY[0], ip)] + ([(EXTERNAL[0], ext)] if ext else [])
-        ensure_container(name, hostname, nets)
-    ensure_container(EXTERNAL_HOST[0], EXTERNAL_HOST[1], [(EXTERNAL[0], EXTERNAL_HOST[2])])
+def up(lab=LAB):
+    for network in lab.networks:
+        ensure_network(network, lab.label)
+    for name, (hostname, networks) in lab.nodes.items():
+        ensure_container(name, hostname, networks, lab.label)
     # The external host's NIC is a veth: the kernel leaves TCP checksums to
     # an offload that never happens, and the nodes' userspace datapath drops
     # such packets. A physical NIC fills them in; here the host must.
-    podman("exec", EXTERNAL_HOST[0], "ethtool", "-K", "eth0", "tx", "off", capture=True)
+    for name in lab.tx_off:
+        podman("exec", name, "ethtool", "-K", "eth0", "tx", "off", capture=True)
 
 
-def down():
-    out = podman("ps", "-a", "--filter", "label=" + LABEL, "--format", "{{.Names}}",
-                 capture=True, check=False).stdout.split()
+def down(lab=LAB):
+    out = set(podman("ps", "-a", "--filter", "label=" + lab.label, "--format", "{{.Names}}",
+                     capture=True, check=False).stdout.split())
+    out |= set(name for name in lab.nodes
+               if podman("container", "exists", name, check=False).returncode == 0)
+    out = sorted(out)
     if out:
         podman("rm", "-f", "-t", "0", *out, capture=True, check=False)
-    for net in (UNDERLAY[0], EXTERNAL[0]):
+    for net, _subnet in lab.networks:
         if podman("network", "exists", net, check=False).returncode == 0:
             podman("network", "rm", "-f", net, capture=True, check=False)
-    log("down: %d containers removed" % len(out))
+    log("down (%s): %d containers removed" % (lab.name, len(out)))
 
 
 # -- the cluster ------------------------------------------------------------
@@ -170,7 +212,7 @@ INVENTORIES = [os.path.join(ROOT, "playbooks", "inventory", "example.yml"),
 
 
 def container(node):
-    return [name for name, spec in NODES.items() if spec[0] == node][0]
+    return [name for name, spec in LAB.nodes.items() if spec[0] == node][0]
 
 
 def collections_path():
@@ -218,16 +260,16 @@ def exec_in(name, *argv, check=True):
     return podman("exec", name, *argv, capture=True, check=check)
 
 
-def start_api():
-    """The Kubernetes API stand-in, as a process on the master."""
-    master = container("master")
+def start_api(lab=LAB):
+    """The Kubernetes API stand-in, as a process on the set's master."""
+    master, address = lab.api, lab.address(lab.api)
     if exec_in(master, "test", "-e", "/run/ovn4nfv-lab-api.pid", check=False).returncode == 0:
         return
     podman("cp", os.path.join(ROOT, "tests", "kube_api_standin.py"), master + ":/usr/local/lib/kube_api_standin.py")
     exec_in(master, "sh", "-c", "python3 /usr/local/lib/kube_api_standin.py --listen %s:%d "
             ">/var/log/kube-api-standin.log 2>&1 & echo $! > /run/ovn4nfv-lab-api.pid" % (
-                NODES[master][1], API_PORT))
-    exec_in(master, "python3", "-c", WAIT_HTTP % ("http://%s:%d/api/v1/pods" % (NODES[master][1], API_PORT)))
+                address, API_PORT))
+    exec_in(master, "python3", "-c", WAIT_HTTP % ("http://%s:%d/api/v1/pods" % (address, API_PORT)))
 
 
 WAIT_HTTP = """
@@ -307,25 +349,28 @@ def run_all():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=sorted(SETS), default="lab",
+                        help="which containers up, down and api act on (the molecule scenarios' own "
+                             "sets; the other commands are the lab's)")
     parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site",
-                                            "networks", "pods", "verify", "run"])
+                                            "networks", "pods", "verify", "reset", "run"])
     args = parser.parse_args(argv)
-    if args.command in ("site", "networks", "verify"):
+    lab = SETS[args.set]
+    if args.command in ("site", "networks", "verify", "reset"):
         seconds, recap, proc = playbook(args.command + ".yml", check=False)
         if args.command == "verify":
             print("\n".join(matrix(proc)))
         for line in proc.stdout.splitlines():
-            if "links are broken" in line or "learned its own MAC" in line:
-                print(line.strip())
-                break
+            if line.startswith("[ERROR]: Task failed: Action failed: "):
+                print(line[len("[ERROR]: Task failed: Action failed: "):].strip())
         print("%s: %.1fs rc=%d %s" % (args.command, seconds, proc.returncode, json.dumps(recap)))
         return proc.returncode
     if args.command == "run":
         return run_all()
     if args.command == "down":
-        down()
+        down(lab)
     elif args.command == "api":
-        start_api()
+        start_api(lab)
     elif args.command == "pods":
         print(json.dumps(run_pods()))
     else:               # deps, image, up: each step includes those before it
@@ -333,7 +378,7 @@ def main(argv=None):
         if args.command in ("image", "up"):
             build_images()
         if args.command == "up":
-            up()
+            up(lab)
     return 0
 
 
