@@ -20,6 +20,7 @@ from test_examples import examples
 # The seed topology's worker addresses, as in the EXAMPLES; they exist only
 # inside the test's namespaces.
 UNDERLAY = "192.168.33.12/24"
+UNDERLAY_IP = "192.168.33.12"
 PEER = "192.168.33.1"
 ROUTED = "10.251.0.0/24"
 EXTERNAL = "192.168.50.12/24"
@@ -120,7 +121,7 @@ def test_examples_move_the_nics_in_order_and_are_idempotent(host, collections_pa
 
     # The node's address answers through the userspace bridge, and the
     # bridge never learned its own MAC on the NIC's port.
-    assert ping(host.peer, UNDERLAY.split("/")[0])
+    assert ping(host.peer, UNDERLAY_IP)
     own = [port for port, mac in host.fdb("br-phy") if mac == eth0_mac]
     assert own in ([], ["LOCAL"]), "br-phy learned its own MAC on %s" % own
 
@@ -148,7 +149,7 @@ def test_check_mode_then_absent_gives_the_nic_back(host, collections_path):
     assert host.addresses("eth0") == [UNDERLAY] and host.addresses("br-phy") == []
     assert host.routes("eth0") == [(ROUTED, PEER)]
     assert not host.ipv6_disabled("eth0")
-    assert ping(host.peer, UNDERLAY.split("/")[0])
+    assert ping(host.peer, UNDERLAY_IP)
 
 
 def test_check_mode_creates_nothing(host, collections_path):
@@ -183,4 +184,4 @@ def test_bridge_address_is_repaired_when_given(host, collections_path):
     assert results["mend"]["changed"]
     assert results["mend"]["operations"] == ["add %s to br-phy" % UNDERLAY]
     assert host.addresses("br-phy") == [UNDERLAY]
-    assert ping(host.peer, UNDERLAY.split("/")[0])
+    assert ping(host.peer, UNDERLAY_IP)
