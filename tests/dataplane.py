@@ -33,14 +33,14 @@ def ip(*args, netns=None, check=True):
 class Node:
     """One chassis in a namespace, with its databases."""
 
-    def __init__(self, chassis="chassis1", physnet="physnet-ext", external_bridge="br-ex"):
+    def __init__(self, chassis="chassis1", physnet="physnet-ext", external_bridge="br-ex", ovn=True):
         self.tag = uuid.uuid4().hex[:6]
         self.ns = "o4n-%s-node" % self.tag
         self.namespaces = []
         self.chassis = chassis
         self.physnet = physnet
         self.external_bridge = external_bridge
-        self.box = Sandbox(vswitchd=False)
+        self.box = Sandbox(vswitchd=False, ovn=ovn)
         try:
             self._add_ns(self.ns)
             env = self.box.env

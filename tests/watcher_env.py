@@ -26,20 +26,26 @@ class Cluster:
     def __init__(self, tmp, collections, networks=None, workers=2):
         self.collections = collections
         self.box = Sandbox(ovs=False)
-        self.api = KubeAPIStandIn()
-        with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-            reconcile.execute(db, lambda v: cluster.plan_topology(v, {}, "merged"), write=True)
-            reconcile.execute(db, lambda v: vn.plan_networks(
-                v, [(n["name"], vn.check_format(n, n["name"])) for n in networks or NETWORKS], "merged",
-                "ovn"), write=True)
-        self.config = os.path.join(tmp, "watcher.json")
-        with open(self.config, "w") as handle:
-            json.dump({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
-                       "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
-                       "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1}, handle)
-        self.log = open(os.path.join(tmp, "watcher.log"), "w+")
+        self.api = None
+        self.log = None
         self.proc = None
-        self.start()
+        try:
+            self.api = KubeAPIStandIn()
+            with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+                reconcile.execute(db, lambda v: cluster.plan_topology(v, {}, "merged"), write=True)
+                reconcile.execute(db, lambda v: vn.plan_networks(
+                    v, [(n["name"], vn.check_format(n, n["name"])) for n in networks or NETWORKS], "merged",
+                    "ovn"), write=True)
+            self.config = os.path.join(tmp, "watcher.json")
+            with open(self.config, "w") as handle:
+                json.dump({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
+                           "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
+                           "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1}, handle)
+            self.log = open(os.path.join(tmp, "watcher.log"), "w+")
+            self.start()
+        except Exception:
+            self.stop()
+            raise
 
     def start(self):
         env = dict(os.environ, PYTHONPATH=self.collections)
@@ -98,8 +104,12 @@ class Cluster:
         return self.log.read()[-6000:]
 
     def stop(self):
+        """Stop the watcher, the stand-in and the sandbox (also what a
+        constructor that failed half-way had started)."""
         code = self.terminate()
-        self.api.stop()
+        if self.api is not None:
+            self.api.stop()
         self.box.stop()
-        self.log.close()
+        if self.log is not None:
+            self.log.close()
         return code

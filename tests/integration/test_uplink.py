@@ -30,7 +30,7 @@ class UplinkHost:
     """A node namespace with eth0/eth1, and their peers in another."""
 
     def __init__(self):
-        self.node = Node()
+        self.node = Node(ovn=False)      # OVS only: ovs_uplink needs no OVN
         try:
             self.peer = "o4n-%s-peer" % self.node.tag
             self.node._add_ns(self.peer)
