@@ -165,11 +165,16 @@ def _fetch_schema_from(remote, schema_name, deadline):
 
 
 def fetch_schema(parts, schema_name, deadline, remote):
-    """The schema from the first remote of ``parts`` that answers in time."""
+    """The schema from the first remote of ``parts`` that answers in time.
+
+    Each remote gets an equal share of the time left, so that one that went
+    away (a RAFT member whose host is down answers nothing) cannot use up
+    the time of those after it."""
     failures = []
-    for part in parts:
+    for index, part in enumerate(parts):
+        share = (deadline - time.monotonic()) / (len(parts) - index)
         try:
-            return _fetch_schema_from(part, schema_name, deadline)
+            return _fetch_schema_from(part, schema_name, time.monotonic() + share)
         except OSError as exc:
             failures.append("%s: %s" % (part, exc.strerror or exc))
     raise DatabaseUnreachable(

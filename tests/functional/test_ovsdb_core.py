@@ -1,6 +1,7 @@
 """The core against real ovsdb-server and ovn-northd: connection, one
 transaction per task, and rendered operations that really apply."""
 
+import contextlib
 import json
 import os
 import socket
@@ -39,8 +40,10 @@ def test_missing_socket_fails_fast_and_names_the_remote(tmp_path):
     assert time.monotonic() - start < 5
 
 
-def test_silent_server_fails_within_the_timeout():
-    """A peer that accepts and never answers must not hang the caller."""
+@contextlib.contextmanager
+def silent_server():
+    """A TCP peer on loopback that accepts and never answers; yields
+    ``(remote, accepted connections)``."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
@@ -56,21 +59,35 @@ def test_silent_server_fails_within_the_timeout():
                 continue
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    remote = "tcp:127.0.0.1:%d" % listener.getsockname()[1]
     try:
-        start = time.monotonic()
-        with pytest.raises(DatabaseUnreachable) as err:
-            connect(remote, timeout=2)
-        elapsed = time.monotonic() - start
+        yield "tcp:127.0.0.1:%d" % listener.getsockname()[1], accepted
     finally:
         stop.set()
         thread.join(5)
         for conn in accepted:
             conn.close()
         listener.close()
+
+
+def test_silent_server_fails_within_the_timeout():
+    """A peer that accepts and never answers must not hang the caller."""
+    with silent_server() as (remote, accepted):
+        start = time.monotonic()
+        with pytest.raises(DatabaseUnreachable) as err:
+            connect(remote, timeout=2)
+        elapsed = time.monotonic() - start
     assert remote in str(err.value)
     assert accepted, "the client did connect"
     assert elapsed < 2 + 1.5, "bounded by the timeout, took %.1fs" % elapsed
+
+
+def test_a_silent_first_remote_leaves_time_for_the_next(sandbox):
+    """A RAFT member that went away (first in the list) must not use up
+    the whole timeout: the members after it still get their turn."""
+    with silent_server() as (remote, accepted):
+        with connect("%s,%s" % (remote, sandbox.nb_db), timeout=6) as db:
+            assert db.read(lambda idl: "Logical_Switch" in idl.tables)
+    assert accepted, "the silent member was tried first"
 
 
 def test_tcp_remote(sandbox):
