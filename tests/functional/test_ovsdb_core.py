@@ -83,10 +83,13 @@ def test_silent_server_fails_within_the_timeout():
 
 def test_a_silent_first_remote_leaves_time_for_the_next(sandbox):
     """A RAFT member that went away (first in the list) must not use up
-    the whole timeout: the members after it still get their turn."""
+    the whole timeout of the schema fetch: the members after it still get
+    their turn. (The IDL that follows picks its remotes in random order and
+    leaves a silent one on python-ovs's inactivity probe; that is not this.)"""
     with silent_server() as (remote, accepted):
-        with connect("%s,%s" % (remote, sandbox.nb_db), timeout=6) as db:
-            assert db.read(lambda idl: "Logical_Switch" in idl.tables)
+        schema = ovsdb.fetch_schema([remote, sandbox.nb_db], "OVN_Northbound",
+                                    time.monotonic() + 6, remote)
+    assert schema["name"] == "OVN_Northbound"
     assert accepted, "the silent member was tried first"
 
 
