@@ -172,8 +172,10 @@ def ensure_container(name, hostname, networks, label):
         return
     argv = ["run", "-d", "--name", name, "--hostname", hostname, "--label", label,
             "--privileged", "--init"]
-    for net, ip in networks:
-        argv += ["--network", "%s:ip=%s" % (net, ip)]
+    # Name each NIC after its place in the list: podman does not otherwise
+    # promise which network becomes eth0, and the inventories name them.
+    for index, (net, ip) in enumerate(networks):
+        argv += ["--network", "%s:ip=%s,interface_name=eth%d" % (net, ip, index)]
     podman(*argv, NODE_IMAGE, "sleep", "infinity", capture=True)
 
 
@@ -292,9 +294,30 @@ def run_pods():
     for node, pod in PODS:
         name = container(node)
         podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
-        result = exec_in(name, "python3", "/usr/local/bin/lab-kubelet", "run", pod, POD_NETWORKS)
+        result = exec_in(name, "python3", "/usr/local/bin/lab-kubelet", "run", pod, POD_NETWORKS,
+                         check=False)
+        if result.returncode:
+            print(underlay_state(), flush=True)
+            raise SystemExit("lab: pod %s on %s failed (exit %d): %s" % (
+                pod, node, result.returncode, result.stderr.strip()[-3000:]))
         made.append(json.loads(result.stdout))
     return made
+
+
+UNDERLAY_COMMANDS = [["ip", "-br", "addr"], ["ip", "route"], ["ip", "neigh"],
+                     ["ovs-vsctl", "list-ports", "br-phy"], ["ovs-appctl", "fdb/show", "br-phy"]]
+
+
+def underlay_state():
+    """What each node's underlay looks like, for a failure report."""
+    out = []
+    for name, (hostname, _networks) in LAB.nodes.items():
+        if name in LAB.tx_off:      # the external host has no underlay
+            continue
+        for argv in UNDERLAY_COMMANDS:
+            result = exec_in(name, *argv, check=False)
+            out.append("== %s: %s\n%s%s" % (hostname, " ".join(argv), result.stdout, result.stderr))
+    return "\n".join(out)
 
 
 def topology_text():
