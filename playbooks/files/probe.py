@@ -16,9 +16,11 @@ their peers. Standard library only, plus pyroute2 to enter namespaces.
 Every wait is bounded: ping gets -c 1 -W 2, a TCP connect 3 s.
 """
 
+import errno
 import ipaddress
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -26,7 +28,7 @@ import sys
 import time
 
 NETNS_DIR = "/run/netns"
-PIDS = "/run/ovn4nfv-probe.pids"
+PIDS = os.environ.get("OVN4NFV_PROBE_PIDS", "/run/ovn4nfv-probe.pids")
 
 
 def enter(netns):
@@ -54,47 +56,104 @@ def pods(networks):
     return out
 
 
-def serve(port, netns_list, seconds):
-    """Fork one server per namespace; each answers until ``seconds`` pass."""
-    pids = []
-    for netns in netns_list or [None]:
-        pid = os.fork()
-        if pid:
-            pids.append(pid)
-            continue
-        os.setsid()
-        if netns:
-            enter(netns)
+def listen(port, seconds=5):
+    """A listener on ``port``; a server of an earlier run that was just told
+    to stop may hold it for a moment, so binding retries for ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("0.0.0.0", port))
-        listener.listen(64)
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            listener.settimeout(max(0.1, deadline - time.monotonic()))
-            try:
-                conn, peer = listener.accept()
-            except socket.timeout:
-                break
-            with conn:
-                conn.sendall(("seen %s\n" % peer[0]).encode())
-        os._exit(0)
+        try:
+            listener.bind(("0.0.0.0", port))
+            listener.listen(64)
+            return listener
+        except OSError as exc:
+            listener.close()
+            if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def serve(port, netns_list, seconds):
+    """Fork one server per namespace; each answers until ``seconds`` pass.
+    The servers of an earlier run stop first: left running, one would keep
+    the port and then end its own time in the middle of this run's checks.
+    Returns once every server listens, or fails naming those that do not."""
+    stop()
+    pids, ready = [], []
+    for netns in netns_list or [None]:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid:
+            os.close(write_end)
+            pids.append(pid)
+            ready.append((netns, read_end))
+            continue
+        os.close(read_end)
+        status = 1
+        try:
+            os.setsid()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):        # the caller waits for its output's end
+                os.dup2(devnull, fd)
+            if netns:
+                enter(netns)
+            listener = listen(port)
+            os.write(write_end, b"listening")
+            os.close(write_end)
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                listener.settimeout(max(0.1, deadline - time.monotonic()))
+                try:
+                    conn, peer = listener.accept()
+                except socket.timeout:
+                    break
+                with conn:
+                    conn.sendall(("seen %s\n" % peer[0]).encode())
+            status = 0
+        except Exception as exc:  # pylint: disable=broad-except
+            os.write(write_end, ("%s: %s" % (type(exc).__name__, exc)).encode())
+        finally:
+            os._exit(status)
     with open(PIDS, "a") as handle:
         handle.write("".join("%d\n" % p for p in pids))
+    failed = []
+    for netns, read_end in ready:
+        readable, _w, _x = select.select([read_end], [], [], 20)
+        answer = os.read(read_end, 1000).decode() if readable else "no answer in 20 s"
+        os.close(read_end)
+        if answer != "listening":
+            failed.append("%s: %s" % (netns or "host", answer or "exited"))
+    if failed:
+        raise SystemExit("servers not listening on %d: %s" % (port, "; ".join(failed)))
     return {"servers": len(pids)}
 
 
-def stop():
-    stopped = 0
+def running(pid):
+    """Whether ``pid`` still runs: gone or a zombie, it holds no port."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def stop(seconds=5):
+    """Stop the servers started here, and wait (at most ``seconds``) until
+    they are gone."""
+    stopped = []
     if os.path.exists(PIDS):
         for line in open(PIDS):
             try:
                 os.kill(int(line), signal.SIGTERM)
-                stopped += 1
+                stopped.append(int(line))
             except (ValueError, ProcessLookupError):
                 pass
         os.unlink(PIDS)
-    return {"stopped": stopped}
+    deadline = time.monotonic() + seconds
+    while any(running(pid) for pid in stopped) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return {"stopped": len(stopped), "running": sum(1 for pid in stopped if running(pid))}
 
 
 def check_one(link):
