@@ -73,13 +73,15 @@ bench: venv
 	$(PY) benchmarks/cni.py
 
 # Molecule scenarios under extensions/molecule, against this working tree.
+# A failed scenario ends with the tasks that failed: CI shows only the tail.
 MOLECULE_SCENARIOS := ovs ovn_central ovn_controller node_gateway cni watcher central_cluster topology
 molecule: venv
 	rm -rf $(COLLECTION_TREE)/molecule && mkdir -p $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv
 	ln -s $(CURDIR) $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv/k8s
 	@for s in $(MOLECULE_SCENARIOS); do \
-	  PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/molecule \
-	    $(VENV)/bin/molecule test -s $$s || exit 1; \
+	  PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/molecule COLUMNS=160 \
+	    $(VENV)/bin/molecule test -s $$s 2>&1 | tee $(COLLECTION_TREE)/molecule/$$s.log; \
+	  test $${PIPESTATUS[0]} -eq 0 || { $(BASE_PYTHON) .ci/failure_summary.py $(COLLECTION_TREE)/molecule/$$s.log; exit 1; }; \
 	done
 
 # The local multi-node lab: podman containers as a master, two workers and
