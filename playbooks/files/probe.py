@@ -13,7 +13,8 @@ their peers. Standard library only, plus pyroute2 to enter namespaces.
     probe.py fdb BRIDGE                   whether BRIDGE has learned its own
                                           MAC on a port other than LOCAL
 
-Every wait is bounded: ping gets -c 1 -W 2, a TCP connect 3 s.
+Every wait is bounded: a link gets up to 3 pings (-c 1 -W 2) and 3 TCP
+connects (3 s each); the links of one run are probed at once.
 """
 
 import errno
@@ -156,35 +157,62 @@ def stop(seconds=5):
     return {"stopped": len(stopped), "running": sum(1 for pid in stopped if running(pid))}
 
 
-def check_one(link):
-    """Ping and TCP from inside ``src_netns`` to ``dst``."""
-    pid = os.fork()
-    if pid == 0:
-        result = {}
+ATTEMPTS = 3
+
+
+def probe_link(link):
+    """Ping and TCP to ``link["dst"]`` from here; each is tried up to
+    ATTEMPTS times, so that one packet lost while a remote chassis is still
+    installing the port's flows does not count as a broken link."""
+    result = {"ping": False, "tcp": False, "seen": None}
+    for _attempt in range(ATTEMPTS):
+        ping = subprocess.run(["ping", "-c", "1", "-W", "2", link["dst"]], check=False,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if ping.returncode == 0:
+            result["ping"] = True
+            break
+    for _attempt in range(ATTEMPTS):
         try:
-            if link.get("src_netns"):
-                enter(link["src_netns"])
-            ping = subprocess.run(["ping", "-c", "1", "-W", "2", link["dst"]], check=False,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            result["ping"] = ping.returncode == 0
+            with socket.create_connection((link["dst"], link["port"]), timeout=3) as conn:
+                conn.settimeout(3)
+                data = conn.recv(100).decode().split()
+            if len(data) == 2 and data[0] == "seen":
+                result.update(tcp=True, seen=data[1], error=None)
+                break
+            result["error"] = "answered %r" % " ".join(data)
+        except OSError as exc:
+            result["error"] = str(exc)
+            if isinstance(exc, ConnectionRefusedError):
+                time.sleep(0.5)     # refused at once: give the next try its chance
+    return result
+
+
+def check(links):
+    """Every link at once, each from inside its ``src_netns`` (a child
+    process each), so a run with broken links takes one link's time."""
+    children = []
+    for link in links:
+        pid = os.fork()
+        if pid == 0:
+            result = {"ping": False, "tcp": False, "seen": None, "error": "probe failed"}
             try:
-                with socket.create_connection((link["dst"], link["port"]), timeout=3) as conn:
-                    conn.settimeout(3)
-                    data = conn.recv(100).decode().split()
-                    result["tcp"] = len(data) == 2 and data[0] == "seen"
-                    result["seen"] = data[1] if result["tcp"] else None
-            except OSError as exc:
-                result["tcp"], result["seen"], result["error"] = False, None, str(exc)
-        finally:
-            with open("/run/ovn4nfv-probe-%d.json" % os.getpid(), "w") as handle:
-                json.dump(result, handle)
-            os._exit(0)
-    os.waitpid(pid, 0)
-    path = "/run/ovn4nfv-probe-%d.json" % pid
-    with open(path) as handle:
-        result = json.load(handle)
-    os.unlink(path)
-    return dict(link, **result)
+                if link.get("src_netns"):
+                    enter(link["src_netns"])
+                result = probe_link(link)
+            finally:
+                with open("/run/ovn4nfv-probe-%d.json" % os.getpid(), "w") as handle:
+                    json.dump(result, handle)
+                os._exit(0)
+        children.append((pid, link))
+    out = []
+    for pid, link in children:
+        os.waitpid(pid, 0)
+        path = "/run/ovn4nfv-probe-%d.json" % pid
+        with open(path) as handle:
+            result = json.load(handle)
+        os.unlink(path)
+        out.append(dict(link, **result))
+    return out
 
 
 def fdb(bridge):
@@ -223,7 +251,7 @@ def main(argv):
     elif command == "fdb":
         result = fdb(argv[2])
     elif command == "check":
-        result = [check_one(link) for link in json.loads(argv[2])]
+        result = check(json.loads(argv[2]))
     else:
         raise SystemExit("unknown command %s" % command)
     print(json.dumps(result))

@@ -4,6 +4,7 @@ first keeps the port and ends its own time in the middle of the second
 run's checks (a topology verify that failed only when two runs were close)."""
 
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -67,3 +68,16 @@ def test_serve_fails_naming_a_server_that_cannot_listen(probe):
         proc = run("serve", str(port), "--seconds", "600", check=False)
     assert proc.returncode != 0
     assert "servers not listening on %d: host: OSError" % port in proc.stderr
+
+
+def test_check_reports_each_link(probe):
+    run, _pids = probe
+    served, silent = free_port(), free_port()
+    run("serve", str(served), "--seconds", "600")
+    links = [{"dst": "127.0.0.1", "port": served, "name": "served"},
+             {"dst": "127.0.0.1", "port": silent, "name": "silent"}]
+    results = dict((r["name"], r) for r in json.loads(run("check", json.dumps(links)).stdout))
+    assert results["served"]["ping"] and results["served"]["tcp"]
+    assert results["served"]["seen"] == "127.0.0.1"
+    assert results["silent"]["ping"] and not results["silent"]["tcp"]
+    assert "refused" in results["silent"]["error"].lower()
