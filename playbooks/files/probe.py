@@ -17,7 +17,6 @@ Every wait is bounded: a link gets up to 3 pings (-c 1 -W 2) and 3 TCP
 connects (3 s each); the links of one run are probed at once.
 """
 
-import errno
 import ipaddress
 import json
 import os
@@ -57,22 +56,76 @@ def pods(networks):
     return out
 
 
-def listen(port, seconds=5):
-    """A listener on ``port``; a server of an earlier run that was just told
-    to stop may hold it for a moment, so binding retries for ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while True:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def spawn(work, *args):
+    """Fork a child that runs ``work(report, *args)`` with its stdio on
+    /dev/null, then exits. ``report(text)`` hands text to the parent once;
+    an exception is reported as its type and message. Returns the child's
+    pid and the read end of its report (see ``receive``)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write_end)
+        return pid, read_end
+    os.close(read_end)
+    status = 1
+
+    def report(text):
+        os.write(write_end, text.encode())
+        os.close(write_end)
+
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):        # the caller waits for its output's end
+            os.dup2(devnull, fd)
+        work(report, *args)
+        status = 0
+    except Exception as exc:  # pylint: disable=broad-except
         try:
-            listener.bind(("0.0.0.0", port))
-            listener.listen(64)
-            return listener
-        except OSError as exc:
-            listener.close()
-            if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+            report("%s: %s" % (type(exc).__name__, exc))
+        except OSError:             # reported already
+            pass
+    finally:
+        os._exit(status)
+
+
+def receive(read_end, seconds):
+    """A child's report: what it wrote before closing its end, or exiting,
+    read for at most ``seconds``; None if it did not come in time."""
+    deadline = time.monotonic() + seconds
+    chunks = []
+    try:
+        while True:
+            readable, _w, _x = select.select([read_end], [], [], max(0, deadline - time.monotonic()))
+            if not readable:
+                return None
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                return b"".join(chunks).decode()
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+
+
+def answer_tcp(report, port, netns, seconds):
+    """One server: listen on ``port`` (in ``netns``), report, then answer
+    each client with "seen <its address>" until ``seconds`` pass."""
+    os.setsid()
+    if netns:
+        enter(netns)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("0.0.0.0", port))
+    listener.listen(64)
+    report("listening")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        listener.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            conn, peer = listener.accept()
+        except socket.timeout:
+            break
+        with conn:
+            conn.sendall(("seen %s\n" % peer[0]).encode())
 
 
 def serve(port, netns_list, seconds):
@@ -81,53 +134,18 @@ def serve(port, netns_list, seconds):
     the port and then end its own time in the middle of this run's checks.
     Returns once every server listens, or fails naming those that do not."""
     stop()
-    pids, ready = [], []
-    for netns in netns_list or [None]:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid:
-            os.close(write_end)
-            pids.append(pid)
-            ready.append((netns, read_end))
-            continue
-        os.close(read_end)
-        status = 1
-        try:
-            os.setsid()
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):        # the caller waits for its output's end
-                os.dup2(devnull, fd)
-            if netns:
-                enter(netns)
-            listener = listen(port)
-            os.write(write_end, b"listening")
-            os.close(write_end)
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                listener.settimeout(max(0.1, deadline - time.monotonic()))
-                try:
-                    conn, peer = listener.accept()
-                except socket.timeout:
-                    break
-                with conn:
-                    conn.sendall(("seen %s\n" % peer[0]).encode())
-            status = 0
-        except Exception as exc:  # pylint: disable=broad-except
-            os.write(write_end, ("%s: %s" % (type(exc).__name__, exc)).encode())
-        finally:
-            os._exit(status)
+    servers = [(netns, spawn(answer_tcp, port, netns, seconds)) for netns in netns_list or [None]]
     with open(PIDS, "a") as handle:
-        handle.write("".join("%d\n" % p for p in pids))
+        handle.write("".join("%d\n" % pid for _netns, (pid, _fd) in servers))
     failed = []
-    for netns, read_end in ready:
-        readable, _w, _x = select.select([read_end], [], [], 20)
-        answer = os.read(read_end, 1000).decode() if readable else "no answer in 20 s"
-        os.close(read_end)
+    for netns, (_pid, read_end) in servers:
+        answer = receive(read_end, 20)
         if answer != "listening":
-            failed.append("%s: %s" % (netns or "host", answer or "exited"))
+            failed.append("%s: %s" % (netns or "host", "no answer in 20 s" if answer is None
+                                      else answer or "exited"))
     if failed:
         raise SystemExit("servers not listening on %d: %s" % (port, "; ".join(failed)))
-    return {"servers": len(pids)}
+    return {"servers": len(servers)}
 
 
 def running(pid):
@@ -187,30 +205,28 @@ def probe_link(link):
     return result
 
 
+def probe_in(report, link):
+    """``probe_link`` from inside the link's ``src_netns``, reported as JSON."""
+    if link.get("src_netns"):
+        enter(link["src_netns"])
+    report(json.dumps(probe_link(link)))
+
+
 def check(links):
     """Every link at once, each from inside its ``src_netns`` (a child
     process each), so a run with broken links takes one link's time."""
-    children = []
-    for link in links:
-        pid = os.fork()
-        if pid == 0:
-            result = {"ping": False, "tcp": False, "seen": None, "error": "probe failed"}
-            try:
-                if link.get("src_netns"):
-                    enter(link["src_netns"])
-                result = probe_link(link)
-            finally:
-                with open("/run/ovn4nfv-probe-%d.json" % os.getpid(), "w") as handle:
-                    json.dump(result, handle)
-                os._exit(0)
-        children.append((pid, link))
+    children = [(link, spawn(probe_in, link)) for link in links]
     out = []
-    for pid, link in children:
+    for link, (pid, read_end) in children:
+        text = receive(read_end, 60)
+        if text is None:            # every wait in a probe is bounded; this should not happen
+            os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        path = "/run/ovn4nfv-probe-%d.json" % pid
-        with open(path) as handle:
-            result = json.load(handle)
-        os.unlink(path)
+        try:
+            result = json.loads(text)
+        except (TypeError, ValueError):
+            result = {"ping": False, "tcp": False, "seen": None,
+                      "error": "probe failed: %s" % ("no answer in 60 s" if text is None else text)}
         out.append(dict(link, **result))
     return out
 
