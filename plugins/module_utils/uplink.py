@@ -35,9 +35,11 @@ from .ovs_resources import Bridge, Port
 
 try:
     from pyroute2 import IPRoute
+    from pyroute2.netlink.exceptions import NetlinkError
     HAS_PYROUTE2 = True
     PYROUTE2_IMPORT_ERROR = None
 except ImportError as exc:  # pragma: no cover - reported by the module
+    NetlinkError = Ovn4nfvError
     HAS_PYROUTE2 = False
     PYROUTE2_IMPORT_ERROR = exc
 
@@ -162,19 +164,30 @@ def plan_ovs(view, uplink, mac):
     return batch
 
 
-def wait_link(ipr, ifname, timeout):
-    """Wait for ``ifname`` to appear, woken by netlink link events; return
-    its index. The events come on a socket of their own: pyroute2 0.9 binds
-    a socket on its first request and cannot bind it again."""
+def wait_link(ipr, ifname, timeout, mac=None):
+    """Wait for ``ifname`` to appear and, when ``mac`` is given, to carry
+    that MAC, woken by netlink link events; return its index.
+
+    On the userspace datapath a bridge's interface is a tap, and
+    ovs-vswitchd brings a tap *down* to set its MAC, then up again. A link
+    that goes down loses every route through it, and a route added while it
+    is down fails with ENETUNREACH. So nothing is put on the bridge until
+    its MAC is the one ``other_config:hwaddr`` asks for.
+
+    The events come on a socket of their own: pyroute2 0.9 binds a socket
+    on its first request and cannot bind it again."""
     deadline = time.monotonic() + timeout
     with netlink() as events:
         events.bind()
         while True:
             found = ipr.link_lookup(ifname=ifname)
-            if found:
+            if found and (mac is None or ipr.get_links(found[0])[0].get_attr("IFLA_ADDRESS") == mac):
                 return found[0]
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                if found:
+                    raise Ovn4nfvError("%s did not take the MAC %s within %ss; see ovs-vswitchd's log" % (
+                        ifname, mac, timeout))
                 raise Ovn4nfvError("%s did not appear within %ss; is ovs-vswitchd running?" % (
                     ifname, timeout))
             ready, _w, _x = select.select([events.fileno()], [], [], min(remaining, 1.0))
@@ -211,24 +224,88 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
     if not operations or check_mode:
         return bool(operations), summary(before), summary(after), operations
 
-    # 1. silence the NIC, so the bridge never sees its own MAC arrive on it
-    _set_ipv6_disabled(uplink.interface, True)
-    nic = ipr.link_lookup(ifname=uplink.interface)[0]
-    for address in before["interface_addresses"]:
-        _address(ipr, "del", nic, address)
-    # 2. the bridge and the port, in one transaction
-    reconcile.execute(database, lambda view: plan_ovs(view, uplink, before["mac"]), write=True)
-    # 3. the addresses and routes, on the bridge's own interface
-    index = wait_link(ipr, uplink.bridge, timeout)
-    ipr.link("set", index=index, state="up")
-    present = set(_addresses(ipr, index))
-    for address in adding:
-        if address not in present:
-            _address(ipr, "add", index, address)
-    for route in routes:
-        ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=index)
-    final = database.read(lambda idl: read_state(ipr, idl, uplink))
+    doing = "disable IPv6 on %s" % uplink.interface
+    try:
+        # 1. silence the NIC, so the bridge never sees its own MAC arrive on it
+        _set_ipv6_disabled(uplink.interface, True)
+        nic = ipr.link_lookup(ifname=uplink.interface)[0]
+        for address in before["interface_addresses"]:
+            doing = "remove %s from %s" % (address, uplink.interface)
+            _address(ipr, "del", nic, address)
+        # 2. the bridge and the port, in one transaction
+        doing = "put %s on %s in OVSDB" % (uplink.interface, uplink.bridge)
+        reconcile.execute(database, lambda view: plan_ovs(view, uplink, before["mac"]), write=True)
+        # 3. the addresses and routes, on the bridge's own interface, once
+        # it has the NIC's MAC (see wait_link)
+        doing = "wait for %s" % uplink.bridge
+        index = wait_link(ipr, uplink.bridge, timeout, mac=before["mac"])
+        doing = "set %s up" % uplink.bridge
+        ipr.link("set", index=index, state="up")
+        present = set(_addresses(ipr, index))
+        for address in adding:
+            if address not in present:
+                doing = "add %s to %s" % (address, uplink.bridge)
+                _address(ipr, "add", index, address)
+        for route in routes:
+            doing = "route %s via %s on %s" % (route["dst"], route["gateway"], uplink.bridge)
+            ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=index)
+        doing = "check %s" % uplink.bridge
+        final = database.read(lambda idl: read_state(ipr, idl, uplink))
+        _check_bridge(final, uplink.bridge, adding, routes)
+    except (Ovn4nfvError, NetlinkError, OSError) as exc:
+        raise Ovn4nfvError(_undo(ipr, database, uplink, before, adding, "%s: %s" % (doing, exc)))
     return True, summary(before), summary(final), operations
+
+
+def _undo(ipr, database, uplink, before, adding, failure):
+    """After a failed ``apply_uplink``, leave the NIC as it was found; return
+    the message that says what failed and what the host holds now."""
+    try:
+        _give_back(ipr, database, uplink, drop=adding, take_port_off=not before["in_bridge"],
+                   addresses=before["interface_addresses"], routes=before["routes"],
+                   ipv6=before["interface_ipv6"])
+    except (Ovn4nfvError, NetlinkError, OSError) as exc:
+        return "%s; giving %s back its addresses failed too (%s): check the host" % (
+            failure, uplink.interface, exc)
+    if before["in_bridge"]:
+        return "%s; the addresses added to %s were taken off again" % (failure, uplink.bridge)
+    return "%s; %s was taken off %s and given back its addresses and routes" % (
+        failure, uplink.interface, uplink.bridge)
+
+
+def _give_back(ipr, database, uplink, drop, take_port_off, addresses, routes, ipv6):
+    """Take ``drop`` off the bridge and, with ``take_port_off``, the NIC off
+    the bridge; then put ``addresses`` and ``routes`` on the NIC, with its
+    IPv6 on when ``ipv6``. Each step is skipped when already so."""
+    bridge = ipr.link_lookup(ifname=uplink.bridge)
+    if bridge:
+        present = set(_addresses(ipr, bridge[0]))
+        for address in drop:
+            if address in present:
+                _address(ipr, "del", bridge[0], address)
+    if take_port_off:
+        reconcile.reconcile(Port(), [{"name": uplink.interface}], "deleted", database)
+    if ipv6:
+        _set_ipv6_disabled(uplink.interface, False)
+    nic = ipr.link_lookup(ifname=uplink.interface)[0]
+    present = set(_addresses(ipr, nic))
+    for address in addresses:
+        if address not in present:
+            _address(ipr, "add", nic, address)
+    for route in routes:
+        ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=nic)
+
+
+def _check_bridge(state, bridge, addresses, routes):
+    """Fail, naming what is missing, unless the bridge holds every address
+    and route just put on it: a link that went down meanwhile drops them
+    without a word."""
+    missing = ["address %s" % a for a in addresses if a not in state["bridge_addresses"]]
+    missing.extend("route %s via %s" % (r["dst"], r["gateway"]) for r in routes
+                   if r not in state["bridge_routes"])
+    if missing:
+        raise Ovn4nfvError("%s lost %s right after they were added; was the link taken down?" % (
+            bridge, ", ".join(missing)))
 
 
 def _is_down(ipr, ifname):
@@ -256,16 +333,7 @@ def remove_uplink(ipr, database, uplink, check_mode, timeout):
     if not operations or check_mode:
         return bool(operations), summary(before), summary(after), operations
     routes = before["bridge_routes"] if uplink.move_addresses else []
-    bridge = ipr.link_lookup(ifname=uplink.bridge)
-    for address in moving:
-        _address(ipr, "del", bridge[0], address)
-    if before["in_bridge"]:
-        reconcile.reconcile(Port(), [{"name": uplink.interface}], "deleted", database)
-    _set_ipv6_disabled(uplink.interface, False)
-    nic = ipr.link_lookup(ifname=uplink.interface)[0]
-    for address in moving:
-        _address(ipr, "add", nic, address)
-    for route in routes:
-        ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=nic)
+    _give_back(ipr, database, uplink, drop=moving, take_port_off=before["in_bridge"],
+               addresses=moving, routes=routes, ipv6=True)
     final = database.read(lambda idl: read_state(ipr, idl, uplink))
     return True, summary(before), summary(final), operations

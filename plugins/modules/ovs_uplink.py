@@ -21,6 +21,11 @@ description:
     port: IPv6 is turned off on the NIC and its addresses are removed first, then the bridge and
     the port are created in one OVSDB transaction, and only then do the addresses appear on the
     bridge."
+  - "Nothing goes on the bridge's interface until it carries the NIC's MAC: on the userspace
+    datapath C(ovs-vswitchd) takes the interface down to set it, and a link that goes down loses
+    its routes."
+  - If a step fails, the NIC is taken off the bridge again and given back its addresses, routes
+    and IPv6, and the error names the step.
   - V(absent) moves the addresses and routes back to the NIC and takes it off the bridge; the
     bridge stays.
 author:
@@ -66,7 +71,8 @@ options:
     default: present
   link_timeout:
     description:
-      - Seconds to wait for the bridge's interface to appear once OVS has created it.
+      - Seconds to wait for the bridge's interface to appear once OVS has created it, and to carry
+        the NIC's MAC.
     type: int
     default: 10
 extends_documentation_fragment:

@@ -10,6 +10,7 @@ examples run as written, with only ``db`` pointed at the test's database.
 
 import json
 import os
+import signal
 
 import pytest
 
@@ -184,4 +185,47 @@ def test_bridge_address_is_repaired_when_given(host, collections_path):
     assert results["mend"]["changed"]
     assert results["mend"]["operations"] == ["add %s to br-phy" % UNDERLAY]
     assert host.addresses("br-phy") == [UNDERLAY]
+    assert ping(host.peer, UNDERLAY_IP)
+
+
+def test_nothing_goes_on_the_bridge_before_it_has_the_nic_mac(host, collections_path):
+    """ovs-vswitchd takes a userspace bridge's tap down to give it the MAC
+    ``other_config:hwaddr`` asks for, and a link that goes down loses its
+    routes (a route added meanwhile fails with ENETUNREACH). So the module
+    must not touch the bridge's interface before it has the NIC's MAC.
+
+    With ovs-vswitchd stopped, a bridge that is up with another MAC never
+    gets it: the module must fail after ``link_timeout``, having put nothing
+    on the bridge, and give the NIC back as it found it. Once ovs-vswitchd
+    runs again, the same task succeeds."""
+    # Without --no-wait, ovs-vsctl returns once ovs-vswitchd made the tap.
+    host.node.run_in_node("ovs-vsctl", "--db=" + host.node.box.ovs_db, "--timeout=60", "add-br",
+                          "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev")
+    host.node.run_in_node("ip", "link", "set", "br-phy", "up")
+    eth0_mac = host.mac("eth0")
+    assert host.mac("br-phy") != eth0_mac
+    with open(os.path.join(host.node.box.dir, "ovs-vswitchd.pid")) as handle:
+        vswitchd = int(handle.read())
+    task = uplink("on", interface="eth0", bridge="br-phy", link_timeout=3)
+    os.kill(vswitchd, signal.SIGSTOP)
+    try:
+        results, proc = host.play(collections_path, [dict(task, ignore_errors=True)])
+    finally:
+        os.kill(vswitchd, signal.SIGCONT)
+    assert results["on"]["failed"], "the module went on before br-phy had eth0's MAC"
+    assert results["on"]["msg"].startswith(
+        "wait for br-phy: br-phy did not take the MAC %s within 3s" % eth0_mac), results["on"]["msg"]
+    assert "eth0 was taken off br-phy and given back its addresses and routes" in results["on"]["msg"]
+    assert host.addresses("br-phy") == [] and host.routes("br-phy") == []
+    assert host.vsctl("list-ports", "br-phy") == ""
+    assert host.addresses("eth0") == [UNDERLAY] and host.routes("eth0") == [(ROUTED, PEER)]
+    assert not host.ipv6_disabled("eth0")
+    assert ping(host.peer, UNDERLAY_IP)
+
+    results, proc = host.play(collections_path, [task])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert results["on"]["changed"]
+    assert host.mac("br-phy") == eth0_mac
+    assert host.addresses("br-phy") == [UNDERLAY]
+    assert host.routes("br-phy") == [(ROUTED, PEER)]
     assert ping(host.peer, UNDERLAY_IP)
