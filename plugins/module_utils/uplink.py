@@ -86,6 +86,28 @@ def _addresses(ipr, index):
     return sorted(out)
 
 
+def _mac(ipr, index):
+    return ipr.get_links(index)[0].get_attr("IFLA_ADDRESS")
+
+
+def _put_on(ipr, index, ifname, addresses, routes):
+    """Add to link ``index`` (``ifname``) those of ``addresses`` it lacks,
+    and ``routes``; a refusal names the address or route."""
+    present = set(_addresses(ipr, index))
+    for address in addresses:
+        if address not in present:
+            try:
+                _address(ipr, "add", index, address)
+            except NetlinkError as exc:
+                raise Ovn4nfvError("add %s to %s: %s" % (address, ifname, exc))
+    for route in routes:
+        try:
+            ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=index)
+        except NetlinkError as exc:
+            raise Ovn4nfvError("route %s via %s on %s: %s" % (
+                route["dst"], route["gateway"], ifname, exc))
+
+
 def _gateway_routes(ipr, index):
     """Routes through a link with a next hop (the kernel drops them with
     the link's addresses): ``[{dst, gateway}]``."""
@@ -128,7 +150,7 @@ def read_state(ipr, idl, uplink):
     if not nic:
         raise ValidationError("interface: %s does not exist on this host" % uplink.interface)
     nic = nic[0]
-    mac = ipr.get_links(nic)[0].get_attr("IFLA_ADDRESS")
+    mac = _mac(ipr, nic)
     bridge_link = ipr.link_lookup(ifname=uplink.bridge)
     in_bridge = any(p.name == uplink.interface for row in idl.tables["Bridge"].rows.values()
                     if row.name == uplink.bridge for p in row.ports)
@@ -181,7 +203,7 @@ def wait_link(ipr, ifname, timeout, mac=None):
         events.bind()
         while True:
             found = ipr.link_lookup(ifname=ifname)
-            if found and (mac is None or ipr.get_links(found[0])[0].get_attr("IFLA_ADDRESS") == mac):
+            if found and (mac is None or _mac(ipr, found[0]) == mac):
                 return found[0]
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -241,14 +263,8 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
         index = wait_link(ipr, uplink.bridge, timeout, mac=before["mac"])
         doing = "set %s up" % uplink.bridge
         ipr.link("set", index=index, state="up")
-        present = set(_addresses(ipr, index))
-        for address in adding:
-            if address not in present:
-                doing = "add %s to %s" % (address, uplink.bridge)
-                _address(ipr, "add", index, address)
-        for route in routes:
-            doing = "route %s via %s on %s" % (route["dst"], route["gateway"], uplink.bridge)
-            ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=index)
+        doing = "put the addresses and routes on %s" % uplink.bridge
+        _put_on(ipr, index, uplink.bridge, adding, routes)
         doing = "check %s" % uplink.bridge
         final = database.read(lambda idl: read_state(ipr, idl, uplink))
         _check_bridge(final, uplink.bridge, adding, routes)
@@ -287,13 +303,7 @@ def _give_back(ipr, database, uplink, drop, take_port_off, addresses, routes, ip
         reconcile.reconcile(Port(), [{"name": uplink.interface}], "deleted", database)
     if ipv6:
         _set_ipv6_disabled(uplink.interface, False)
-    nic = ipr.link_lookup(ifname=uplink.interface)[0]
-    present = set(_addresses(ipr, nic))
-    for address in addresses:
-        if address not in present:
-            _address(ipr, "add", nic, address)
-    for route in routes:
-        ipr.route("replace", dst=route["dst"], gateway=route["gateway"], oif=nic)
+    _put_on(ipr, ipr.link_lookup(ifname=uplink.interface)[0], uplink.interface, addresses, routes)
 
 
 def _check_bridge(state, bridge, addresses, routes):
