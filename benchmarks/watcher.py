@@ -36,7 +36,7 @@ def main():
     sys.path.insert(0, collections)
     from watcher_env import Cluster  # noqa: needs the collection on the path
     tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-watcher-")
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.watcher import Config  # noqa
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.watcher import Config
     workers = Config.DEFAULTS["workers"]
     env = Cluster(tmp, collections, networks=NETWORKS, workers=workers)
     try:

@@ -10,11 +10,18 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
-    annotations as ann, cluster, ovs_resources, ovsdb, pod_ports, reconcile, virtual_network as vn)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from cni_runtime import call, install_plugin
 from dataplane import Node, ip
 from kube_api_standin import KubeAPIStandIn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
 
 NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "routes": [{"dst": "10.20.0.0/16"}]},
             {"name": "net2", "subnet": "172.16.2.0/24"},
@@ -30,14 +37,14 @@ class Env:
         self.agent = None
         box = self.node.box
         with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Chassis.tables) as db:
-            reconcile.reconcile(ovs_resources.Chassis(), [{
+            reconcile(ovs_resources.Chassis(), [{
                 "system_id": self.node.chassis, "ovn_remote": box.sb_db, "encap_type": ["geneve"],
                 "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev"}], "merged", db)
         self.node.start_controller()
         box.run("ovs-vsctl", "--db=" + box.ovs_db, "--timeout=30", "wait-until", "bridge", "br-int")
-        with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-            reconcile.execute(db, lambda v: cluster.plan_topology(v, {}, "merged"), write=True)
-            reconcile.execute(db, lambda v: vn.plan_networks(
+        with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+            execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
+            execute(db, lambda v: vn.plan_networks(
                 v, [(n["name"], vn.check_format(n, n["name"])) for n in NETWORKS], "merged", "ovn"), write=True)
         self.socket = os.path.join(tmp, "agent.sock")
         self.config_path = os.path.join(tmp, "agent.json")
@@ -55,7 +62,7 @@ class Env:
         if os.path.exists(self.socket):
             os.unlink(self.socket)
         self.agent = subprocess.Popen(
-            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.node_agent",
+            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.node_agent",
              "--config", self.config_path], env=dict(os.environ, PYTHONPATH=self.collections),
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 30
@@ -91,9 +98,9 @@ class Env:
                          "ips": [static] if static else [], "mac": None, "default_route": False,
                          "where": "ipam"}
             parsed.append(ann.attachment_request(selection, network, provider, True, {}))
-        with ovsdb.Database(self.node.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-            reconcile.execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
-            patch = db.wait_for(lambda idl: pod_ports.pod_annotations(reconcile.View(idl), owner, parsed), 20)
+        with ovsdb.Database(self.node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+            execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
+            patch = db.wait_for(lambda idl: pod_ports.pod_annotations(View(idl), owner, parsed), 20)
         self.api.set_annotations("default", name, patch)
         netns = "o4n-%s-%s" % (self.node.tag, name)
         self.node._add_ns(netns)

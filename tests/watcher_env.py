@@ -9,10 +9,14 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
-    annotations as ann, cluster, ovsdb, reconcile, virtual_network as vn)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from kube_api_standin import KubeAPIStandIn
 from sandbox import Sandbox
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 
 NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"]},
             {"name": "net2", "subnet": "172.16.2.0/24", "provider": "ovnnet.default.ovn"},
@@ -31,9 +35,9 @@ class Cluster:
         self.proc = None
         try:
             self.api = KubeAPIStandIn()
-            with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-                reconcile.execute(db, lambda v: cluster.plan_topology(v, {}, "merged"), write=True)
-                reconcile.execute(db, lambda v: vn.plan_networks(
+            with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+                execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
+                execute(db, lambda v: vn.plan_networks(
                     v, [(n["name"], vn.check_format(n, n["name"])) for n in networks or NETWORKS], "merged",
                     "ovn"), write=True)
             self.config = os.path.join(tmp, "watcher.json")
@@ -50,7 +54,7 @@ class Cluster:
     def start(self):
         env = dict(os.environ, PYTHONPATH=self.collections)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.watcher",
+            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.watcher",
              "--config", self.config], env=env, stdout=self.log, stderr=self.log)
 
     def terminate(self, timeout=30):

@@ -117,11 +117,11 @@ rendered:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import (
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import (
     composite_result, connection_argument_spec, require_libraries, run_composite)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cluster
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster_network import plan_cluster_network
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_NB_DB, NB_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.composite import plan_cluster_network
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_NB_DB, NB_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 
 
 def _items(values):
@@ -143,7 +143,7 @@ def main():
     params = module.params
     gateways = [("gateways[%s]" % w, item) for w, item in _items(params["gateways"])]
     networks = [("networks[%s]" % w, item) for w, item in _items(params["networks"])]
-    plan = run_composite(module, NB_SCHEMA, cluster.TABLES, lambda view, mode: plan_cluster_network(
+    plan = run_composite(module, NB_SCHEMA, TABLES, lambda view, mode: plan_cluster_network(
         view, params["topology"], gateways, networks, mode, params["underlay_mtu"]))
     module.exit_json(**composite_result(module, plan, params["state"],
                                         single=params["state"] == "gathered"))

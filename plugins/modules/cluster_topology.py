@@ -98,11 +98,12 @@ rendered:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import (
-    composite_result, connection_argument_spec, require_libraries, run_composite)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cluster
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_NB_DB, NB_SCHEMA
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.reconcile import STATES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import (
+    composite_result, connection_argument_spec, refuse_bare_override, require_libraries, run_composite)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_NB_DB, NB_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import STATES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 
 
 def main():
@@ -117,9 +118,10 @@ def main():
     )
     spec.update(connection_argument_spec(DEFAULT_NB_DB))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    refuse_bare_override(module)
     require_libraries(module)
     item = dict((k, v) for k, v in (module.params["config"] or {}).items() if v is not None)
-    plan = run_composite(module, NB_SCHEMA, cluster.TABLES, lambda view, mode: cluster.plan_topology(
+    plan = run_composite(module, NB_SCHEMA, TABLES, lambda view, mode: plan_topology(
         view, item, "replaced" if mode == "overridden" else mode, module.params["force"]))
     module.exit_json(**composite_result(module, plan, module.params["state"], single=True))
 

@@ -128,11 +128,12 @@ rendered:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import (
-    composite_result, connection_argument_spec, require_libraries, run_composite)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cluster
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_NB_DB, NB_SCHEMA
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.reconcile import STATES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import (
+    composite_result, connection_argument_spec, refuse_bare_override, require_libraries, run_composite)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_NB_DB, NB_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import STATES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways
 
 
 def main():
@@ -152,11 +153,12 @@ def main():
     spec.update(connection_argument_spec(DEFAULT_NB_DB))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
                            required_if=[("state", s, ("config",)) for s in ("merged", "replaced", "rendered")])
+    refuse_bare_override(module)
     require_libraries(module)
     items = [("config[%d]" % i, dict((k, v) for k, v in item.items() if v is not None))
              for i, item in enumerate(module.params["config"] or [])]
-    plan = run_composite(module, NB_SCHEMA, cluster.TABLES,
-                         lambda view, mode: cluster.plan_gateways(view, items, mode))
+    plan = run_composite(module, NB_SCHEMA, TABLES,
+                         lambda view, mode: plan_gateways(view, items, mode))
     module.exit_json(**composite_result(module, plan, module.params["state"]))
 
 

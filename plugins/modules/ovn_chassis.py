@@ -147,9 +147,9 @@ rendered:
     ]
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovs_resources import Chassis
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_OVS_DB
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_resource_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import Chassis
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_OVS_DB
 
 OPTIONS = dict(
     system_id=dict(type="str"),

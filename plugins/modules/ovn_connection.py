@@ -143,9 +143,9 @@ rendered:
             "row": {"target": "ptcp:6641:127.0.0.1"}}]
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovn_resources import NBConnection, SBConnection
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_NB_DB, DEFAULT_SB_DB
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_resource_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.listeners import NBConnection, SBConnection
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_NB_DB, DEFAULT_SB_DB
 
 OPTIONS = dict(
     target=dict(type="str", required=True),

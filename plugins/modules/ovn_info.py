@@ -89,10 +89,12 @@ nat:
             "logical_ip": "172.16.25.0/24"}]
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_info_module
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovn_resources import (
-    NAT, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, StaticRoute)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_NB_DB, NB_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_info_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_routers import (
+    LogicalRouter, LogicalRouterPort, NAT, StaticRoute)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import (
+    LogicalSwitch, LogicalSwitchPort)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_NB_DB, NB_SCHEMA
 
 SECTIONS = dict(
     logical_switches=LogicalSwitch,

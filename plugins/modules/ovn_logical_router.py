@@ -96,9 +96,9 @@ rendered:
     ]
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovn_resources import LogicalRouter
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_NB_DB
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_resource_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_routers import LogicalRouter
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_NB_DB
 
 OPTIONS = dict(
     name=dict(type="str", required=True),

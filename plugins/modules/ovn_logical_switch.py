@@ -125,9 +125,9 @@ rendered:
             "row": {"name": "ovn-ls-25"}}]
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovn_resources import LogicalSwitch
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_NB_DB
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_resource_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitch
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_NB_DB
 
 OPTIONS = dict(
     name=dict(type="str", required=True),

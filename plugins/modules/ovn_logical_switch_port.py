@@ -143,9 +143,9 @@ rendered:
     ]
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_resource_module
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovn_resources import LogicalSwitchPort
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_NB_DB
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_resource_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_NB_DB
 
 OPTIONS = dict(
     name=dict(type="str", required=True),

@@ -68,9 +68,9 @@ chassis:
   sample: {"system_id": "worker1", "encap_type": ["geneve"], "encap_ip": "192.168.33.12"}
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import run_info_module
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovs_resources import Bridge, Chassis, Port
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_OVS_DB, OVS_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_info_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import Bridge, Chassis, Port
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_OVS_DB, OVS_SCHEMA
 
 SECTIONS = dict(bridges=Bridge, ports=Port, chassis=Chassis)
 

@@ -127,12 +127,12 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import (
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import (
     connected, connection_argument_spec, fail, require_libraries)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import Ovn4nfvError
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovs_resources import Bridge
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import DEFAULT_OVS_DB, OVS_SCHEMA
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import uplink
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import Ovn4nfvError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import Bridge
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_OVS_DB, OVS_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import uplink
 
 
 def main():

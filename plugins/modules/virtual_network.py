@@ -210,16 +210,14 @@ backends:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._resource_module import (
-    composite_result, connect_or_none, connection_argument_spec, fail, require_libraries)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cluster, virtual_network as vn
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import Ovn4nfvError, ValidationError
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import (
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import (
+    composite_result, connect_or_none, connection_argument_spec, fail, refuse_bare_override, require_libraries)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import backends
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import Ovn4nfvError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import (
     DEFAULT_NB_DB, DEFAULT_OVS_DB, NB_SCHEMA, OVS_SCHEMA)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.reconcile import (
-    STATES, WRITE_STATES, CompositePlan, View, execute, planning_state)
-
-OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import STATES, WRITE_STATES, planning_state
 
 
 def main():
@@ -251,72 +249,35 @@ def main():
     spec.update(connection_argument_spec(DEFAULT_NB_DB))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
                            required_if=[("state", s, ("config",)) for s in ("merged", "replaced", "rendered")])
+    refuse_bare_override(module)
     require_libraries(module)
     params = module.params
     state = params["state"]
-    mode = planning_state(state)
+    databases, errors = {}, {}
     try:
-        items = [("config[%d]" % i, vn.check_format(item, "config[%d]" % i))
-                 for i, item in enumerate(params["config"] or [])]
-        names = [item["name"] for _where, item in items]
-        twice = sorted(set(n for n in names if names.count(n) > 1))
-        if twice:
-            raise ValidationError("config: networks declared twice: %s" % ", ".join(twice))
-    except ValidationError as exc:
-        fail(module, exc)
-
-    databases, auto_reason, ovs_error = {}, None, None
-    try:
-        nb, nb_error = connect_or_none(module, "db", cluster.TABLES, NB_SCHEMA)
+        items = backends.check_items(params["config"])
+        wanted = backends.wanted_backends(items)
+        nb, errors["ovn"] = connect_or_none(module, "db", TABLES, NB_SCHEMA)
         if nb is not None:
             databases["ovn"] = nb
-        wanted = set(item.get("backend", "auto") for _where, item in items) or {"auto"}
         if "ovs" in wanted or "auto" in wanted or state == "gathered":
-            ovs, ovs_error = connect_or_none(module, "ovs_db", OVS_TABLES, OVS_SCHEMA)
+            ovs, errors["ovs"] = connect_or_none(module, "ovs_db", backends.OVS_TABLES, OVS_SCHEMA)
             if ovs is not None:
                 databases["ovs"] = ovs
+        auto, auto_reason = None, None
         if "auto" in wanted:
-            has_topology = nb is not None and nb.read(
-                lambda idl: cluster.read_topology(View(idl)) is not None)
-            if has_topology:
-                auto, auto_reason = "ovn", "ovn: the northbound database at %s answers and holds " \
-                    "the cluster topology" % params["db"]
-            elif "ovs" in databases:
-                auto, auto_reason = "ovs", "ovs: %s; the local OVS database at %s answers" % (
-                    nb_error or "the northbound database holds no cluster topology",
-                    params["ovs_db"])
-            else:
-                raise Ovn4nfvError("backend auto: no backend answers. ovn: %s. ovs: %s" % (
-                    nb_error or "no cluster topology", ovs_error))
-        groups = {}
-        for where, item in items:
-            backend = item.get("backend") if item.get("backend") in vn.BACKENDS else auto
-            groups.setdefault(backend, []).append((where, item))
-        if not items:
-            groups = dict((b, []) for b in (databases if state == "gathered" else [auto]))
-        plans, backends = [], {}
-        for backend, group in sorted(groups.items()):
-            if backend not in databases:
-                raise Ovn4nfvError("backend %s: its database does not answer: %s" % (
-                    backend, nb_error if backend == "ovn" else ovs_error))
-            write = state in WRITE_STATES and not module.check_mode
-            plans.append(execute(databases[backend], lambda view, g=group, b=backend: vn.plan_networks(
-                view, g, mode, b, params["force"], params["underlay_mtu"], params["ovs_datapath_type"]),
-                write))
-            backends.update((item["name"], backend) for _where, item in group)
+            auto, auto_reason = backends.choose_auto(databases, errors, {"ovn": params["db"], "ovs": params["ovs_db"]})
+        combined, chosen = backends.plan_by_backend(
+            databases, errors, items, state, planning_state(state), auto,
+            write=state in WRITE_STATES and not module.check_mode, force=params["force"],
+            underlay_mtu=params["underlay_mtu"], datapath_type=params["ovs_datapath_type"])
     except Ovn4nfvError as exc:
         fail(module, exc)
     finally:
         for database in databases.values():
             database.close()
-
-    combined = CompositePlan("virtual_network")
-    for one in plans:
-        combined.batch.plans.extend(one.batch.plans)
-        combined.changes.extend(one.changes)
-        combined.gathered.extend(one.gathered)
     result = composite_result(module, combined, state)
-    result["backends"] = {"networks": backends, "auto": auto_reason}
+    result["backends"] = {"networks": chosen, "auto": auto_reason}
     module.exit_json(**result)
 
 

@@ -11,6 +11,8 @@ import pytest
 from cni_env import Env
 from cni_runtime import call
 from dataplane import ip, ping, tcp_exchange
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
 
 
 @pytest.fixture(scope="module")
@@ -137,10 +139,11 @@ def test_ipam_plugin_with_debians_macvlan(env):
     assert len(reservations) == 2, "each address is recorded in OVN"
     # m1 goes: the watcher removes its reservation (the same core call), and
     # its address goes to the next pod
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cluster, ovsdb, pod_ports, reconcile
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
     uid = env.api.pod("default", "m1")["metadata"]["uid"]
-    with ovsdb.Database(env.node.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-        reconcile.execute(db, lambda v: pod_ports.plan_delete(v, uid), write=True)
+    with ovsdb.Database(env.node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: pod_ports.plan_delete(v, uid), write=True)
     env.api.delete_pod("default", "m1")
     netns = env.pod("m3", ipam=[("net1", "macvlan.default", "macvlan-net", None)])
     code, result, err = call("/usr/lib/cni/macvlan", "ADD", macvlan, netns=netns, ifname="net1", container_id="ctr-m3",
@@ -153,9 +156,10 @@ def test_ipam_plugin_with_debians_macvlan(env):
 def test_ovs_bridge_attachment_with_vlans(env):
     """The ovs-cni design: access ports on a plain OVS bridge. Two pods on
     VLAN 100 reach each other; a pod on VLAN 200 reaches neither."""
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils import ovs_resources, ovsdb, reconcile
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     with ovsdb.Database(env.node.box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Bridge.tables) as db:
-        reconcile.reconcile(ovs_resources.Bridge(), [{"name": "o4nvlan", "datapath_type": "netdev"}], "merged", db)
+        reconcile(ovs_resources.Bridge(), [{"name": "o4nvlan", "datapath_type": "netdev"}], "merged", db)
     pods = {}
     for name, vlan in (("v1", 100), ("v2", 100), ("v3", 200)):
         netns = "o4n-%s-%s" % (env.node.tag, name)

@@ -10,23 +10,28 @@ modules would build it.
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
-    cluster, ovn_resources, ovs_resources, ovsdb, reconcile, virtual_network as vn)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 
 from dataplane import Node, ping, tcp_exchange
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
 EXTERNAL_HOST = "192.168.50.1"
 GATEWAY_IP = "192.168.50.12"
 
 
 def nb(node, compute):
-    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
-        return reconcile.execute(db, compute, write=True)
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        return execute(db, compute, write=True)
 
 
 def ovs(node, resource, config):
     with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, resource.tables) as db:
-        return reconcile.reconcile(resource, config, "merged", db)
+        return reconcile(resource, config, "merged", db)
 
 
 def networks(items, state="merged", force=False):
@@ -44,15 +49,15 @@ def cluster_node():
             "bridge_mappings": {node.physnet: node.external_bridge}}])
         ovs(node, ovs_resources.Bridge(), [{"name": node.external_bridge, "datapath_type": "netdev"}])
         node.start_controller()
-        nb(node, lambda v: cluster.plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"))
-        nb(node, lambda v: cluster.plan_gateways(v, [("config[0]", {
+        nb(node, lambda v: plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"))
+        nb(node, lambda v: plan_gateways(v, [("config[0]", {
             "node": node.chassis, "external_ip": GATEWAY_IP + "/24",
             "external_gateway": EXTERNAL_HOST})], "merged"))
         nb(node, networks([{"name": "net1", "subnet": "172.16.1.0/24", "subnet6": "fd00:1::/64"},
                            {"name": "net2", "subnet": "172.16.2.0/24", "subnet6": "fd00:2::/64"}]))
         with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA,
-                            ovn_resources.LogicalSwitchPort.tables) as db:
-            reconcile.reconcile(ovn_resources.LogicalSwitchPort(), [
+                            LogicalSwitchPort.tables) as db:
+            reconcile(LogicalSwitchPort(), [
                 {"name": "pod-a", "switch": "net1",
                  "addresses": ["0a:00:00:00:01:0a 172.16.1.10 fd00:1::10"]},
                 {"name": "pod-b", "switch": "net2",

@@ -6,6 +6,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import versions
 from kube_api_standin import KubeAPIStandIn
 
 
@@ -30,8 +31,11 @@ def test_list_watch_patch(api):
             for e in watch.Watch().stream(core.list_pod_for_all_namespaces, resource_version=rv,
                                           timeout_seconds=1)]
     assert seen == [("ADDED", "b")]
-    core.patch_namespaced_pod("a", "default", {"metadata": {"annotations": {"x": "1"}}},
-                              _content_type="application/merge-patch+json")
+    patch = {"metadata": {"annotations": {"x": "1"}}}
+    if versions.too_old("kubernetes", "24.2.0") is None:
+        core.patch_namespaced_pod("a", "default", patch, _content_type="application/merge-patch+json")
+    else:   # Debian 12's client sends a dict as a strategic merge patch
+        core.patch_namespaced_pod("a", "default", patch)
     assert server.pod("default", "a")["metadata"]["annotations"] == {"ovnNetwork": "[]", "x": "1"}
 
 

@@ -11,9 +11,13 @@ import time
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import ovn_resources, ovsdb, reconcile
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import (
-    DatabaseUnreachable, ValidationError)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import DatabaseUnreachable, ValidationError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import reconcile
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.operations import render_ops
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_routers import LogicalRouterPort
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import (
+    LogicalSwitch, LogicalSwitchPort)
 
 
 def free_port():
@@ -135,8 +139,7 @@ def test_ssl_remote_with_key_certificate_and_ca(sandbox, tmp_path):
     tls = ovsdb.TLS(pki["client.key"], pki["client.pem"], pki["ca.pem"])
     remote = "ssl:127.0.0.1:%d" % port
     with connect(remote, tls=tls, timeout=10) as db:
-        plan = reconcile.reconcile(ovn_resources.LogicalSwitch(), [{"name": "over-ssl"}],
-                                   "merged", db)
+        plan = reconcile(LogicalSwitch(), [{"name": "over-ssl"}], "merged", db)
     assert plan.changed
     out = sandbox.run("ovsdb-client", "--private-key=" + pki["client.key"],
                       "--certificate=" + pki["client.pem"], "--ca-cert=" + pki["ca.pem"],
@@ -156,18 +159,18 @@ def test_a_thousand_ports_in_one_transaction(sandbox, monkeypatch):
                   "other_config:subnet=10.200.0.0/16")
     config = [{"name": "bp%d" % i, "switch": "big", "addresses": ["dynamic"]} for i in range(1000)]
     calls = []
-    with connect(sandbox.nb_db, *ovn_resources.LogicalSwitchPort.tables) as db:
+    with connect(sandbox.nb_db, *LogicalSwitchPort.tables) as db:
         real = db.transact
         monkeypatch.setattr(db, "transact", lambda f: calls.append(1) or real(f))
-        plan = reconcile.reconcile(ovn_resources.LogicalSwitchPort(), config, "merged", db)
+        plan = reconcile(LogicalSwitchPort(), config, "merged", db)
     assert len(calls) == 1 and len(plan.changes) == 1000
     sandbox.nbctl("--wait=sb", "sync")
     ports = sandbox.rows("nb", "Logical_Switch_Port")
     assert len(ports) == 1000
     dynamic = [p["dynamic_addresses"] for p in ports]
     assert all(d for d in dynamic) and len(set(dynamic)) == 1000, "ovn-northd assigned each"
-    with connect(sandbox.nb_db, *ovn_resources.LogicalSwitchPort.tables) as db:
-        again = reconcile.reconcile(ovn_resources.LogicalSwitchPort(), config, "merged", db)
+    with connect(sandbox.nb_db, *LogicalSwitchPort.tables) as db:
+        again = reconcile(LogicalSwitchPort(), config, "merged", db)
     assert not again.changed
 
 
@@ -176,24 +179,24 @@ def test_rendered_operations_apply_with_ovsdb_client(sandbox):
     sandbox.nbctl("ls-add", "sw")
     sandbox.nbctl("lr-add", "lr")
     configs = [
-        (ovn_resources.LogicalSwitchPort(), [
+        (LogicalSwitchPort(), [
             {"name": "a", "switch": "sw", "addresses": ["0a:00:00:00:00:01 10.0.0.5"],
              "options": {"k": "v"}}]),
-        (ovn_resources.LogicalRouterPort(), [
+        (LogicalRouterPort(), [
             {"name": "rp", "router": "lr", "mac": "0a:00:00:00:00:02", "networks": ["10.0.0.1/24"],
              "gateway_chassis": [{"chassis_name": "c1", "priority": 3}]}]),
     ]
     for resource, config in configs:
         with connect(sandbox.nb_db, *resource.tables) as db:
-            plan = reconcile.reconcile(resource, config, "rendered", db)
+            plan = reconcile(resource, config, "rendered", db)
             expected = plan.after
-        ops = reconcile.render_ops(plan.ops)
+        ops = render_ops(plan.ops)
         out = json.loads(sandbox.run("ovsdb-client", "transact", sandbox.nb_db,
                                      json.dumps(["OVN_Northbound"] + ops)))
         assert all("error" not in r for r in out), out
         with connect(sandbox.nb_db, *resource.tables) as db:
-            gathered = reconcile.reconcile(resource, config, "gathered", db).gathered
-            again = reconcile.reconcile(resource, config, "merged", db, check_mode=True)
+            gathered = reconcile(resource, config, "gathered", db).gathered
+            again = reconcile(resource, config, "merged", db, check_mode=True)
         assert gathered == expected
         assert not again.changed, again.operations()
 
@@ -201,9 +204,8 @@ def test_rendered_operations_apply_with_ovsdb_client(sandbox):
 def test_update_of_an_existing_map_key_is_a_delete_then_insert(sandbox):
     sandbox.nbctl("ls-add", "m", "--", "set", "Logical_Switch", "m", "external_ids:a=1")
     with connect(sandbox.nb_db) as db:
-        plan = reconcile.reconcile(ovn_resources.LogicalSwitch(),
-                                   [{"name": "m", "external_ids": {"a": "2"}}], "rendered", db)
-    mutations = [m for op in reconcile.render_ops(plan.ops) for m in op.get("mutations", [])]
+        plan = reconcile(LogicalSwitch(), [{"name": "m", "external_ids": {"a": "2"}}], "rendered", db)
+    mutations = [m for op in render_ops(plan.ops) for m in op.get("mutations", [])]
     assert ["external_ids", "delete", ["set", ["a"]]] in mutations
     assert ["external_ids", "insert", ["map", [["a", "2"], ["ovn4nfv-owner", "ovn4nfv.k8s"]]]] \
         in mutations

@@ -3,22 +3,28 @@ the dynamic allocation."""
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
-    annotations as ann, cluster, ovsdb, pod_ports, reconcile, virtual_network as vn)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import ValidationError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
 
 
 @pytest.fixture
 def nb(sandbox):
     """An NB with the topology and two networks, and a connection to it."""
-    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
         for compute in (
-                lambda v: cluster.plan_topology(v, {}, "merged"),
+                lambda v: plan_topology(v, {}, "merged"),
                 lambda v: vn.plan_networks(v, [(w, vn.check_format(x, w)) for w, x in (
                     ("a", {"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"],
                            "routes": [{"dst": "10.20.0.0/16"}]}),
                     ("b", {"name": "net2", "subnet": "172.16.2.0/24"}))], "merged", "ovn")):
-            reconcile.execute(db, compute, write=True)
+            execute(db, compute, write=True)
         yield db
 
 
@@ -27,13 +33,13 @@ def requests(*entries):
 
 
 def attach(db, pod, reqs):
-    reconcile.execute(db, lambda v: pod_ports.plan_stale(v, pod, reqs), write=True)
-    reconcile.execute(db, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
-    return db.wait_for(lambda idl: pod_ports.interface_list(reconcile.View(idl), pod, reqs), 10)
+    execute(db, lambda v: pod_ports.plan_stale(v, pod, reqs), write=True)
+    execute(db, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
+    return db.wait_for(lambda idl: pod_ports.interface_list(View(idl), pod, reqs), 10)
 
 
 def detach(db, uid):
-    return reconcile.execute(db, lambda v: pod_ports.plan_delete(v, uid), write=True)
+    return execute(db, lambda v: pod_ports.plan_delete(v, uid), write=True)
 
 
 def test_static_and_dynamic_interfaces(nb, sandbox):
@@ -67,11 +73,11 @@ def test_duplicate_static_ip_is_refused_naming_the_holder(nb):
     attach(nb, pod_ports.Pod("ns1", "holder", "uid-h"),
            requests({"name": "net2", "interface": "net0", "ip_address": "172.16.2.50"}))
     with pytest.raises(ValidationError) as err:
-        reconcile.execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("ns2", "other", "uid-o"), requests(
+        execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("ns2", "other", "uid-o"), requests(
             {"name": "net2", "interface": "net0", "ip_address": "172.16.2.50"})), write=True)
     assert "172.16.2.50" in str(err.value) and "pod ns1/holder" in str(err.value)
     with pytest.raises(ValidationError) as err:
-        reconcile.execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("ns2", "other", "uid-o"), requests(
+        execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("ns2", "other", "uid-o"), requests(
             {"name": "net2", "interface": "net0", "ip_address": "172.16.2.1"})), write=True)
     assert "gateway" in str(err.value)
 
@@ -98,7 +104,7 @@ def test_unknown_network_is_an_error_and_writes_nothing(nb, sandbox):
     sandbox.nbctl("--wait=sb", "sync")      # let ovn-northd finish its own writes
     before = sandbox.dump("nb")
     with pytest.raises(ValidationError) as err:
-        reconcile.execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("d", "p", "u"), requests(
+        execute(nb, lambda v: pod_ports.plan_pod(v, pod_ports.Pod("d", "p", "u"), requests(
             {"name": "net1", "interface": "net0"}, {"name": "nosuch", "interface": "net1"})), write=True)
     assert "ovnNetwork[1].name" in str(err.value) and "nosuch" in str(err.value)
     assert sandbox.dump("nb") == before

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from watcher_env import Cluster
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))

@@ -5,11 +5,13 @@ import random
 import netaddr
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import addressing, naming, ovsdb
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import ValidationError
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovs_resources import (
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import naming
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import (
     format_bridge_mappings, parse_bridge_mappings)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.reconcile import describe_delta
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import describe_delta
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import annotations as ann
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.errors import ValidationError
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
 
 
 def test_seed_format_static_and_dynamic():

@@ -1,185 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to ovn4nfv.k8s
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""OVN northbound objects as reconcile resources.
-
-Switches, switch ports, routers, router ports, static routes and NAT, each
-described once here and used by the modules and the daemons alike.
-"""
+"""OVN logical routers, their ports, static routes and NAT as reconcile
+resources, described once here and used by the modules and the daemons."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from . import addressing
-from .errors import ValidationError
-from .naming import in_range, ovn_name
-from .ovsdb import NB_SCHEMA, SB_SCHEMA
-from .reconcile import OWNER_KEY, Field, Op, Parent, Resource, map_of_strings
-
-
-def _external_ids():
-    return Field("external_ids", kind="map", exclude_keys=(OWNER_KEY,))
-
-
-def _check_maps(item, where, options):
-    for option in options:
-        if option in item:
-            item[option] = map_of_strings(item[option], "%s.%s" % (where, option))
-    if OWNER_KEY in (item.get("external_ids") or {}):
-        raise ValidationError("%s.external_ids: the key %r is reserved for the product" % (
-            where, OWNER_KEY))
-
-
-def _name(item, where, option="name"):
-    if option not in item:
-        raise ValidationError("%s.%s: a name is required" % (where, option))
-    return ovn_name(item[option], "%s.%s" % (where, option))
-
-
-class LogicalSwitch(Resource):
-    """A logical switch; ``subnet`` and ``exclude_ips`` live in ``other_config``."""
-
-    name = "logical_switch"
-    schema = NB_SCHEMA
-    table = "Logical_Switch"
-    tables = ("Logical_Switch",)
-    fields = (
-        Field("name", default=""),
-        Field("subnet", column="other_config", kind="mapkey", key="subnet"),
-        Field("exclude_ips", column="other_config", kind="mapkey", key="exclude_ips",
-              to_db=addressing.exclude_ips_to_ovn, from_db=addressing.exclude_ips_from_ovn),
-        Field("ipv6_prefix", column="other_config", kind="mapkey", key="ipv6_prefix"),
-        Field("other_config", kind="map", exclude_keys=("subnet", "exclude_ips", "ipv6_prefix")),
-        _external_ids(),
-    )
-
-    def validate(self, item, where, state):
-        _name(item, where)
-        _check_maps(item, where, ("other_config", "external_ids"))
-        if state == "deleted":
-            return item
-        for reserved in ("subnet", "exclude_ips", "ipv6_prefix"):
-            if reserved in (item.get("other_config") or {}):
-                raise ValidationError(
-                    "%s.other_config: set %r with the %s option, not in other_config" % (
-                        where, reserved, reserved))
-        subnet = None
-        if "subnet" in item:
-            subnet = addressing.parse_cidr(item["subnet"], where + ".subnet", version=4)
-            item["subnet"] = str(subnet)
-        if "exclude_ips" in item:
-            item["exclude_ips"] = addressing.parse_exclude_ips(
-                item["exclude_ips"], subnet, where + ".exclude_ips")
-        if "ipv6_prefix" in item:
-            item["ipv6_prefix"] = addressing.ipv6_prefix(item["ipv6_prefix"], where + ".ipv6_prefix")
-        return item
-
-    def check(self, item, where, view, current, state):
-        # Exclude ranges given without a subnet are checked against the one
-        # the switch keeps under merged.
-        if state == "merged" and current is not None and "exclude_ips" in item \
-                and "subnet" not in item:
-            subnet = current.cols[(self.table, "other_config")].get("subnet")
-            if subnet:
-                addressing.parse_exclude_ips(item["exclude_ips"],
-                                             addressing.parse_cidr(subnet, "subnet"),
-                                             where + ".exclude_ips")
-
-
-_LSP_TYPES = {"normal": "", "router": "router", "localnet": "localnet"}
-
-
-def parse_lsp_address(value, where):
-    """``dynamic``, ``router``, ``unknown``, ``MAC``, ``MAC IP...`` or ``MAC dynamic``.
-
-    Returns ``(canonical string, [IPAddress ...])``.
-    """
-    text = " ".join(str(value).split())
-    if text in ("dynamic", "router", "unknown"):
-        return text, []
-    words = text.split(" ")
-    mac = addressing.parse_mac(words[0], where)
-    ips = []
-    rest = []
-    for word in words[1:]:
-        if word == "dynamic" and len(words) == 2:
-            rest.append(word)
-            continue
-        ips.append(addressing.parse_ip(word, where))
-        rest.append(str(ips[-1]))
-    return " ".join([mac] + rest), ips
-
-
-class LogicalSwitchPort(Resource):
-    """A port of a logical switch. Port names are unique across the NB."""
-
-    name = "logical_switch_port"
-    schema = NB_SCHEMA
-    table = "Logical_Switch_Port"
-    tables = ("Logical_Switch", "Logical_Switch_Port")
-    parent = Parent("switch", "Logical_Switch", "ports", "switch", ovn_name)
-    fields = (
-        Field("name", default=""),
-        Field("addresses", kind="set"),
-        Field("port_security", kind="set"),
-        Field("type", default="", to_db=lambda v: _LSP_TYPES.get(v, v),
-              from_db=lambda v: v or "normal"),
-        Field("options", kind="map"),
-        Field("tag", kind="optional"),
-        _external_ids(),
-    )
-
-    def validate(self, item, where, state):
-        _name(item, where)
-        _check_maps(item, where, ("options", "external_ids"))
-        if state == "deleted":
-            return item
-        addresses, static = [], []
-        for index, value in enumerate(item.get("addresses") or []):
-            text, ips = parse_lsp_address(value, "%s.addresses[%d]" % (where, index))
-            addresses.append(text)
-            static.extend(("%s.addresses[%d]" % (where, index), value, ip) for ip in ips)
-        if "addresses" in item:
-            item["addresses"] = addresses
-        item["_static_ips"] = static
-        if "port_security" in item:
-            secured = []
-            for index, value in enumerate(item["port_security"]):
-                field = "%s.port_security[%d]" % (where, index)
-                words = str(value).split()
-                if not words:
-                    raise ValidationError("%s: %r is empty" % (field, value))
-                parts = [addressing.parse_mac(words[0], field)]
-                for word in words[1:]:
-                    if "/" in word:
-                        ip, net = addressing.parse_ip_interface(word, field)
-                        parts.append("%s/%d" % (ip, net.prefixlen))
-                    else:
-                        parts.append(str(addressing.parse_ip(word, field)))
-                secured.append(" ".join(parts))
-            item["port_security"] = secured
-        if "tag" in item:
-            in_range(item["tag"], 1, 4095, where + ".tag")
-        kind = item.get("type")
-        options = item.get("options") or {}
-        if kind == "router" and not options.get("router-port"):
-            raise ValidationError("%s.options: a router port needs options.router-port" % where)
-        if kind == "localnet" and not options.get("network_name"):
-            raise ValidationError("%s.options: a localnet port needs options.network_name" % where)
-        return item
-
-    def check(self, item, where, view, current, state):
-        if state == "deleted":
-            return
-        switch = view.one("Logical_Switch", item["switch"], where + ".switch", "switch")
-        subnet = switch.other_config.get("subnet")
-        if subnet and item.get("_static_ips"):
-            net = addressing.parse_cidr(subnet, "switch subnet")
-            for field, value, ip in item["_static_ips"]:
-                if ip.version == 4:
-                    addressing.require_inside(ip, net, field, "%r (IP %s of switch %s)" % (
-                        value, ip, item["switch"]))
+from ..common import addressing
+from ..common.errors import ValidationError
+from ..common.naming import in_range, ovn_name
+from ..ovsdb.connection import NB_SCHEMA
+from ..ovsdb.fields import Field
+from ..ovsdb.operations import Op
+from ..ovsdb.resource import Parent, Resource
+from .nb_common import check_maps, external_ids_field, required_name
 
 
 class LogicalRouter(Resource):
@@ -192,12 +28,12 @@ class LogicalRouter(Resource):
     fields = (
         Field("name", default=""),
         Field("options", kind="map"),
-        _external_ids(),
+        external_ids_field(),
     )
 
     def validate(self, item, where, state):
-        _name(item, where)
-        _check_maps(item, where, ("options", "external_ids"))
+        required_name(item, where)
+        check_maps(item, where, ("options", "external_ids"))
         return item
 
 
@@ -239,12 +75,12 @@ class LogicalRouterPort(Resource):
         Field("peer", kind="optional"),
         _GatewayChassis(),
         Field("options", kind="map"),
-        _external_ids(),
+        external_ids_field(),
     )
 
     def validate(self, item, where, state):
-        _name(item, where)
-        _check_maps(item, where, ("options", "external_ids"))
+        required_name(item, where)
+        check_maps(item, where, ("options", "external_ids"))
         if state == "deleted":
             return item
         if "mac" in item:
@@ -344,7 +180,7 @@ class StaticRoute(Resource):
         Field("nexthop", default=""),
         Field("policy", kind="optional", from_db=lambda v: v),
         Field("output_port", kind="optional"),
-        _external_ids(),
+        external_ids_field(),
     )
 
     def key(self, item):
@@ -367,7 +203,7 @@ class StaticRoute(Resource):
         for option in ("router", "ip_prefix", "nexthop"):
             if option not in item:
                 raise ValidationError("%s.%s: is required" % (where, option))
-        _check_maps(item, where, ("external_ids",))
+        check_maps(item, where, ("external_ids",))
         ovn_name(item["router"], where + ".router")
         item["ip_prefix"] = _prefix(item["ip_prefix"], where + ".ip_prefix")
         if item["nexthop"] != "discard":
@@ -407,7 +243,7 @@ class NAT(Resource):
         Field("logical_ip", default=""),
         Field("logical_port", kind="optional"),
         Field("external_mac", kind="optional"),
-        _external_ids(),
+        external_ids_field(),
     )
 
     def key(self, item):
@@ -420,7 +256,7 @@ class NAT(Resource):
             if option not in item:
                 raise ValidationError("%s.%s: is required" % (where, option))
         ovn_name(item["router"], where + ".router")
-        _check_maps(item, where, ("external_ids",))
+        check_maps(item, where, ("external_ids",))
         kind = item["type"]
         if kind not in _NAT_TYPES:
             raise ValidationError("%s.type: %r is not one of %s" % (
@@ -462,97 +298,3 @@ class NAT(Resource):
         if item.get("logical_port"):
             view.one("Logical_Switch_Port", item["logical_port"], where + ".logical_port",
                      "switch port")
-
-
-RESOURCES = dict((r.name, r) for r in (
-    LogicalSwitch, LogicalSwitchPort, LogicalRouter, LogicalRouterPort, StaticRoute, NAT))
-
-
-_LISTENER_KINDS = ("pssl", "ptcp", "punix", "ssl", "tcp", "unix")
-
-
-def connection_target(value, where):
-    """Check an OVSDB remote as ``ovsdb-server --remote`` takes it:
-    ``pssl:PORT[:IP]``, ``ptcp:PORT[:IP]``, ``punix:PATH`` or an active
-    ``ssl:``/``tcp:IP:PORT``, ``unix:PATH``; return it normalised."""
-    text = str(value).strip()
-    kind, _sep, rest = text.partition(":")
-    if kind not in _LISTENER_KINDS or not rest:
-        raise ValidationError("%s: %r is not an OVSDB remote (%s:...)" % (
-            where, value, "|".join(_LISTENER_KINDS)))
-    if kind in ("punix", "unix"):
-        return "%s:%s" % (kind, rest)
-    if kind.startswith("p"):
-        port, _sep, host = rest.partition(":")
-    else:
-        host, _sep, port = rest.rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValidationError("%s: %r has no valid port" % (where, value))
-    if not host and not kind.startswith("p"):
-        raise ValidationError("%s: %r names no address to connect to" % (where, value))
-    if host:
-        address = addressing.parse_ip(host.strip("[]"), where)
-        host = "[%s]" % address if address.version == 6 else str(address)
-    if kind.startswith("p"):
-        return "%s:%d%s" % (kind, int(port), ":" + host if host else "")
-    return "%s:%s:%d" % (kind, host, int(port))
-
-
-class _Connection(Resource):
-    """A listener (or outgoing connection) of an OVN database: a row of its
-    ``Connection`` table, referenced from the one ``NB_Global``/``SB_Global``
-    row, as ``ovn-nbctl set-connection`` and ``ovn-sbctl set-connection``
-    write them, known by its target."""
-
-    name = "connection"
-    table = "Connection"
-    identity = ("target",)
-
-    def validate(self, item, where, state):
-        if "target" not in item:
-            raise ValidationError("%s.target: a target is required" % where)
-        item["target"] = connection_target(item["target"], where + ".target")
-        _check_maps(item, where, ("other_config", "external_ids"))
-        for option in ("inactivity_probe", "max_backoff"):
-            if item.get(option) is not None:
-                item[option] = in_range(item[option], 0, 2 ** 31 - 1, "%s.%s" % (where, option))
-        return item
-
-
-class NBConnection(_Connection):
-    schema = NB_SCHEMA
-    tables = ("NB_Global", "Connection")
-    parent = Parent(None, "NB_Global", "connections", "NB_Global")
-    fields = (
-        Field("target", default=""),
-        Field("inactivity_probe", kind="optional"),
-        Field("max_backoff", kind="optional"),
-        Field("other_config", kind="map"),
-        _external_ids(),
-    )
-
-    def validate(self, item, where, state):
-        for option in ("role", "read_only"):
-            if item.get(option) is not None:
-                raise ValidationError("%s.%s: only a southbound listener has a %s" % (
-                    where, option, option.replace("_", "-")))
-        return _Connection.validate(self, item, where, state)
-
-
-class SBConnection(_Connection):
-    """A southbound listener; ``role: ovn-controller`` turns on SB RBAC for
-    the clients that connect through it."""
-
-    schema = SB_SCHEMA
-    tables = ("SB_Global", "Connection")
-    parent = Parent(None, "SB_Global", "connections", "SB_Global")
-    fields = NBConnection.fields + (
-        Field("role", default=""),
-        Field("read_only", default=False),
-    )
-
-    def validate(self, item, where, state):
-        item = _Connection.validate(self, item, where, state)
-        if "role" in item and item["role"] is not None and not isinstance(item["role"], str):
-            raise ValidationError("%s.role: %r is not a string" % (where, item["role"]))
-        return item

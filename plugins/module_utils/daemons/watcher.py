@@ -31,8 +31,13 @@ import queue
 import threading
 import time
 
-from . import annotations, cluster, daemon, ovsdb, pod_ports, reconcile, virtual_network as vn
-from .errors import Ovn4nfvError, ValidationError
+from ..cluster import annotations, networks as vn, pod_ports
+from ..cluster.topology import TABLES
+from ..common.errors import Ovn4nfvError, ValidationError
+from ..ovsdb import connection as ovsdb
+from ..ovsdb.execution import execute
+from ..ovsdb.view import View
+from . import settings as daemon
 
 try:
     from kubernetes import client as k8s_client
@@ -62,6 +67,7 @@ class Config(daemon.Settings):
 
     NAME = "watcher"
     ENV_PREFIX = "OVN4NFV_WATCHER_"
+    LIBRARIES = ("ovsdbapp", "netaddr", "kubernetes")
     DEFAULTS = {
         "kubeconfig": None,            # None: in-cluster credentials
         "nb_db": ovsdb.DEFAULT_NB_DB,
@@ -138,7 +144,7 @@ class Watcher:
         tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
         while not self.stopping.is_set():
             try:
-                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES,
+                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, TABLES,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_ports.AddressIndex().attach(self.nb)
                 return True
@@ -260,10 +266,10 @@ class Watcher:
         owner = pod_ports.Pod(meta.namespace, meta.name, uid)
 
         def outputs(idl):
-            return pod_ports.pod_annotations(reconcile.View(idl), owner, requests)
+            return pod_ports.pod_annotations(View(idl), owner, requests)
 
         def done(idl):
-            view = reconcile.View(idl)
+            view = View(idl)
             entries = pod_ports.interface_list(view, owner, requests)
             if not entries or not pod_ports.matches_requests(entries, requests):
                 return None
@@ -306,14 +312,14 @@ class Watcher:
             else:
                 continue
             if not network:
-                network = self.nb.read(lambda idl, p=provider: vn.network_by_provider(reconcile.View(idl), p))
+                network = self.nb.read(lambda idl, p=provider: vn.network_by_provider(View(idl), p))
                 if not network:
                     raise ValidationError("%s: no virtual network serves provider %s" % (where, provider))
             pool = annotations.ip_pool(found, provider, where)
             choice = None
             if pool:
                 choice = self.nb.read(lambda idl: next((ip for ip in pool if self.addresses.holder(
-                    reconcile.View(idl), "ip", ip) is None), None))
+                    View(idl), "ip", ip) is None), None))
                 if choice is None:
                     raise ValidationError("%s: every address of %s.kubernetes.io/ip_pool is taken" % (
                         where, provider))
@@ -340,7 +346,7 @@ class Watcher:
         return config if isinstance(config, dict) else {}
 
     def _execute(self, compute):
-        return reconcile.execute(self.nb, compute, write=True)
+        return execute(self.nb, compute, write=True)
 
     def reject(self, pod, found, exc):
         """Report bad input once per version of the annotations: a log line
@@ -385,7 +391,7 @@ class Watcher:
         for pod in pods.items:
             live.add(pod.metadata.uid)
             self.enqueue(pod)
-        owned = self.nb.read(lambda idl: pod_ports.owned_pods(reconcile.View(idl)))
+        owned = self.nb.read(lambda idl: pod_ports.owned_pods(View(idl)))
         for uid, owner in sorted(owned.items()):
             if uid in live or self._still_there(owner):
                 continue

@@ -8,11 +8,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from . import addressing
-from .errors import ValidationError
-from .naming import in_range, interface_name, ovn_name
-from .ovsdb import OVS_SCHEMA, parse_remote
-from .reconcile import OWNER_KEY, Current, Field, Op, Parent, Resource, column_value, map_of_strings
+from ..common import addressing
+from ..common.errors import ValidationError
+from ..common.naming import OWNER_KEY, in_range, interface_name, ovn_name
+from ..ovsdb.connection import OVS_SCHEMA, parse_remote
+from ..ovsdb.fields import Field, map_options
+from ..ovsdb.operations import Op
+from ..ovsdb.resource import Parent, Resource
+from ..ovsdb.view import Current, column_value
 
 _OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
 
@@ -26,12 +29,6 @@ def _from_system(value):
 
 def _to_system(value):
     return _system_to_db.get(value, value)
-
-
-def _maps(item, where, options):
-    for option in options:
-        if option in item:
-            item[option] = map_of_strings(item[option], "%s.%s" % (where, option))
 
 
 class Bridge(Resource):
@@ -56,7 +53,7 @@ class Bridge(Resource):
         if "name" not in item:
             raise ValidationError("%s.name: a name is required" % where)
         interface_name(item["name"], where + ".name")
-        _maps(item, where, ("other_config", "external_ids"))
+        map_options(item, where, ("other_config", "external_ids"))
         if OWNER_KEY in (item.get("external_ids") or {}):
             raise ValidationError("%s.external_ids: the key %r is reserved for the product" % (
                 where, OWNER_KEY))
@@ -116,7 +113,7 @@ class Port(Resource):
         if "name" not in item:
             raise ValidationError("%s.name: a name is required" % where)
         interface_name(item["name"], where + ".name")
-        _maps(item, where, ("options", "external_ids"))
+        map_options(item, where, ("options", "external_ids"))
         if state == "deleted":
             return item
         if item["bridge"] == item["name"]:

@@ -27,11 +27,13 @@ import os
 import select
 import time
 
-from . import reconcile
-from .addressing import parse_ip_interface
-from .errors import Ovn4nfvError, ValidationError
-from .naming import interface_name
-from .ovs_resources import Bridge, Port
+from ..common.addressing import parse_ip_interface
+from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.naming import interface_name
+from ..ovsdb.execution import Batch, execute, reconcile
+from ..ovsdb.plan import plan, validate_config
+from ..ovsdb.view import View
+from ..resources.ovs import Bridge, Port
 
 try:
     from pyroute2 import IPRoute
@@ -178,11 +180,9 @@ def plan_ovs(view, uplink, mac):
               "other_config": {"hwaddr": mac}}
     port = {"name": uplink.interface, "bridge": uplink.bridge,
             "external_ids": {K_UPLINK: "true"}}
-    batch = reconcile.Batch()
-    batch.add(reconcile.plan(Bridge(), reconcile.validate_config(Bridge(), [bridge], "merged"),
-                             "merged", view))
-    batch.add(reconcile.plan(Port(), reconcile.validate_config(Port(), [port], "merged"),
-                             "merged", view))
+    batch = Batch()
+    batch.add(plan(Bridge(), validate_config(Bridge(), [bridge], "merged"), "merged", view))
+    batch.add(plan(Port(), validate_config(Port(), [port], "merged"), "merged", view))
     return batch
 
 
@@ -233,7 +233,7 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
         operations.append("disable IPv6 on %s" % uplink.interface)
     for address in before["interface_addresses"]:
         operations.append("remove %s from %s" % (address, uplink.interface))
-    batch = database.read(lambda idl: plan_ovs(reconcile.View(idl), uplink, before["mac"]))
+    batch = database.read(lambda idl: plan_ovs(View(idl), uplink, before["mac"]))
     operations.extend(batch.operations())
     for address in adding:
         operations.append("add %s to %s" % (address, uplink.bridge))
@@ -256,7 +256,7 @@ def apply_uplink(ipr, database, uplink, check_mode, timeout):
             _address(ipr, "del", nic, address)
         # 2. the bridge and the port, in one transaction
         doing = "put %s on %s in OVSDB" % (uplink.interface, uplink.bridge)
-        reconcile.execute(database, lambda view: plan_ovs(view, uplink, before["mac"]), write=True)
+        execute(database, lambda view: plan_ovs(view, uplink, before["mac"]), write=True)
         # 3. the addresses and routes, on the bridge's own interface, once
         # it has the NIC's MAC (see wait_link)
         doing = "wait for %s" % uplink.bridge
@@ -300,7 +300,7 @@ def _give_back(ipr, database, uplink, drop, take_port_off, addresses, routes, ip
             if address in present:
                 _address(ipr, "del", bridge[0], address)
     if take_port_off:
-        reconcile.reconcile(Port(), [{"name": uplink.interface}], "deleted", database)
+        reconcile(Port(), [{"name": uplink.interface}], "deleted", database)
     if ipv6:
         _set_ipv6_disabled(uplink.interface, False)
     _put_on(ipr, ipr.link_lookup(ifname=uplink.interface)[0], uplink.interface, addresses, routes)

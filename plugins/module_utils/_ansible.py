@@ -16,11 +16,13 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from .addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
-from .errors import Ovn4nfvError, ValidationError
-from .ovsdb import HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS, Database, DEFAULT_TIMEOUT
-from .reconcile import (STATES, WRITE_STATES, execute, planning_state, reconcile, reconcile_items,
-                        render_ops, validate_config)
+from .common.addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
+from .common import versions
+from .common.errors import Ovn4nfvError, ValidationError
+from .ovsdb.connection import DEFAULT_TIMEOUT, Database, HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS
+from .ovsdb.execution import execute, reconcile, reconcile_items
+from .ovsdb.operations import render_ops
+from .ovsdb.plan import STATES, WRITE_STATES, planning_state, validate_config
 
 
 def connection_argument_spec(default_db):
@@ -34,12 +36,27 @@ def connection_argument_spec(default_db):
     )
 
 
+def refuse_bare_override(module):
+    """``state: overridden`` makes the product's objects exactly ``config``:
+    without one it would delete every object the product owns. As in
+    ansible.netcommon's resource modules, that is refused before anything
+    connects; ``state: deleted`` without config says it on purpose."""
+    params = module.params
+    if params.get("state") == "overridden" and not params.get("config"):
+        module.fail_json(msg="state: overridden needs a config: what it declares becomes all that the "
+                             "product owns here, so without one everything would go. To delete it all "
+                             "on purpose, use state: deleted without config")
+
+
 def require_libraries(module):
     for name, present, error in (("ovsdbapp", HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR),
                                  ("netaddr", HAS_NETADDR, NETADDR_IMPORT_ERROR)):
         if not present:
             module.fail_json(msg=missing_required_lib(name), exception="".join(
                 traceback.format_exception_only(type(error), error)))
+        problem = versions.too_old(name)
+        if problem:
+            module.fail_json(msg=problem)
 
 
 def _connect(module, resource_tables, schema):
@@ -76,6 +93,7 @@ def run_resource_module(resource_class, options, default_db, single=False, argum
     module = AnsibleModule(
         argument_spec=spec, supports_check_mode=True,
         required_if=[("state", state, ("config",)) for state in ("merged", "replaced", "rendered")])
+    refuse_bare_override(module)
     require_libraries(module)
     if choose is not None:
         resource_class, default_db = choose(module.params)

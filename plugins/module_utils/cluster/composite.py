@@ -4,7 +4,7 @@
 """A whole cluster network in one transaction: the topology, the node
 gateways, the virtual networks and ports reserved on them.
 
-Composes :func:`cluster.plan_topology`, :func:`cluster.plan_gateways` and
+Composes :func:`plan_topology`, :func:`plan_gateways` and
 :func:`virtual_network.plan_networks` on one view, passing each what the
 others plan, and wires gateways and networks once at the end.
 """
@@ -13,10 +13,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from . import addressing, cluster, virtual_network as vn
-from .errors import ValidationError
-from .ovn_resources import LogicalSwitchPort
-from .reconcile import CompositePlan, plan, validate_config
+from ..common import addressing
+from ..common.errors import ValidationError
+from ..ovsdb.execution import CompositePlan
+from ..ovsdb.plan import plan, validate_config
+from ..resources.nb_switches import LogicalSwitchPort
+from . import networks as vn
+from .topology import NETWORK_KEY, read_gateways, read_topology
+from .wiring import plan_gateways, plan_topology
 
 
 def port_items(network, ports, where):
@@ -34,7 +38,7 @@ def port_items(network, ports, where):
         else:
             address = "dynamic"
         items.append({"name": port["name"], "switch": network, "addresses": [address],
-                      "external_ids": {cluster.NETWORK_KEY: network}})
+                      "external_ids": {NETWORK_KEY: network}})
     return items
 
 
@@ -42,10 +46,10 @@ def plan_cluster_network(view, topology_item, gateway_items, network_items, stat
     """Plan everything with ``merged`` semantics, or gather it."""
     result = CompositePlan("cluster_network")
     if state == "gathered":
-        topology = cluster.read_topology(view)
+        topology = read_topology(view)
         result.gathered = [{
             "topology": topology.config() if topology else {},
-            "gateways": [g.config() for _n, g in sorted(cluster.read_gateways(view).items())],
+            "gateways": [g.config() for _n, g in sorted(read_gateways(view).items())],
             "networks": [vn.status(cur) for _n, cur in sorted(vn.read_networks(view).items())],
         }]
         return result
@@ -60,9 +64,8 @@ def plan_cluster_network(view, topology_item, gateway_items, network_items, stat
             problems.extend(exc.problems)
     if problems:
         raise ValidationError(problems)
-    topology = cluster.plan_topology(view, topology_item, "merged", wire=False)
-    gateways = cluster.plan_gateways(view, gateway_items, "merged", topology=topology.topology,
-                                     wire=False)
+    topology = plan_topology(view, topology_item, "merged", wire=False)
+    gateways = plan_gateways(view, gateway_items, "merged", topology=topology.topology, wire=False)
     networks_plan = vn.plan_networks(view, networks, "merged", "ovn", underlay_mtu=underlay_mtu,
                                      topology=topology.topology, gateways=gateways.gateways)
     for part in (topology, gateways, networks_plan):

@@ -23,12 +23,16 @@ __metaclass__ = type
 import json
 import re
 
-from . import addressing, cluster
-from .errors import ValidationError
-from .naming import in_range, interface_name, ovn_name
-from .ovn_resources import LogicalRouterPort, LogicalSwitch, LogicalSwitchPort
-from .ovs_resources import Bridge
-from .reconcile import OWNER_KEY, OWNER_VALUE, CompositePlan, plan, validate_config
+from ..common import addressing
+from ..common.errors import ValidationError
+from ..common.naming import OWNER_KEY, OWNER_VALUE, in_range, interface_name, ovn_name
+from ..ovsdb.execution import CompositePlan
+from ..ovsdb.plan import plan, validate_config
+from ..resources.nb_routers import LogicalRouterPort
+from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
+from ..resources.ovs import Bridge
+from .topology import NETWORK_KEY, read_gateways, require_topology
+from .wiring import build_batch, check_no_overlap, external_networks
 
 BACKENDS = ("ovn", "ovs")
 # Outer IPv4 (20) + UDP (8) + Geneve (8) + OVN's option (8) + inner Ethernet (14).
@@ -99,7 +103,7 @@ class Network:
     def records(self):
         """The network's settings as ``external_ids``; None removes a key."""
         return {
-            cluster.NETWORK_KEY: self.name,
+            NETWORK_KEY: self.name,
             K_BACKEND: self.backend,
             K_GATEWAY: self.gateway_cidr,
             K_GATEWAY6: self.gateway6_cidr,
@@ -111,7 +115,7 @@ class Network:
         }
 
     def ovn_items(self, topology):
-        mark = {cluster.NETWORK_KEY: self.name}
+        mark = {NETWORK_KEY: self.name}
         return {
             LogicalSwitch: [{"name": self.name, "subnet": str(self.subnet),
                              "exclude_ips": self.exclude_ips + [str(self.gateway)],
@@ -275,7 +279,7 @@ def _port_ips(port):
 def read_network(view, name):
     """The OVN network ``name`` (settings only, no ports), or None."""
     row = view.lookup("Logical_Switch", name)
-    if row is None or isinstance(row, list) or not row.external_ids.get(cluster.NETWORK_KEY):
+    if row is None or isinstance(row, list) or not row.external_ids.get(NETWORK_KEY):
         return None
     return _network_of(row)
 
@@ -284,7 +288,7 @@ def network_by_provider(view, provider):
     """The name of the OVN network that serves the Multus ``provider``
     (``<nad>.<namespace>`` or ``<nad>.<namespace>.ovn``), or None."""
     for row in view.rows("Logical_Switch"):
-        if row.external_ids.get(cluster.NETWORK_KEY) and row.external_ids.get(K_PROVIDER) == provider:
+        if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_PROVIDER) == provider:
             return row.name
     return None
 
@@ -303,7 +307,7 @@ def read_networks(view):
     out = {}
     for row in view.rows("Logical_Switch"):
         ids = row.external_ids
-        if not ids.get(cluster.NETWORK_KEY):
+        if not ids.get(NETWORK_KEY):
             continue
         network = _network_of(row)
         ports = [(p.name, list(p.addresses), _port_ips(p)) for p in row.ports
@@ -317,9 +321,9 @@ def read_ovs_networks(view):
     out = {}
     for row in view.rows("Bridge"):
         ids = row.external_ids
-        if not ids.get(cluster.NETWORK_KEY):
+        if not ids.get(NETWORK_KEY):
             continue
-        name = ids[cluster.NETWORK_KEY]
+        name = ids[NETWORK_KEY]
         subnet = addressing.parse_cidr(ids.get(K_SUBNET), "subnet of " + name)
         subnet6 = addressing.parse_cidr(ids[K_SUBNET6], "subnet6 of " + name) if ids.get(K_SUBNET6) else None
         network = _from_records(name, ids, subnet, "ovs", bridge=row.name, subnet6=subnet6)
@@ -359,8 +363,8 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
                            if not wanted or name in wanted]
         return result
     if backend == "ovn":
-        topology = topology or cluster.require_topology(view)
-        gateways = cluster.read_gateways(view) if gateways is None else gateways
+        topology = topology or require_topology(view)
+        gateways = read_gateways(view) if gateways is None else gateways
     problems = []
     after = dict((name, cur.network) for name, cur in current.items())
     declared, deleting = [], []
@@ -402,7 +406,7 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
             deletes.setdefault(resource_class, []).extend(objs)
     if backend == "ovn":
         subnets = dict((n, net.subnet) for n, net in after.items())
-        result.batch = cluster.build_batch(view, upserts, deletes, topology, subnets, gateways)
+        result.batch = build_batch(view, upserts, deletes, topology, subnets, gateways)
     else:
         for state_, table in (("merged", upserts), ("deleted", deletes)):
             if table.get(Bridge):
@@ -425,9 +429,9 @@ def _cross_checks(after, topology, gateways):
               if net.subnet6 is not None]
     if topology is not None:
         named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
-        named.extend(cluster.external_networks(gateways))
+        named.extend(external_networks(gateways))
     try:
-        cluster.check_no_overlap(named)
+        check_no_overlap(named)
     except ValidationError as exc:
         problems.extend(exc.problems)
     providers = {}

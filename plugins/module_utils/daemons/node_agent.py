@@ -21,7 +21,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import ctypes
 import json
 import logging
 import os
@@ -29,13 +28,17 @@ import socketserver
 import subprocess
 import threading
 
-from . import annotations, cni, daemon, ovsdb, reconcile
-from .errors import Ovn4nfvError
-from .ovs_resources import Port
+from .. import cni
+from ..cluster import annotations
+from ..common.errors import Ovn4nfvError
+from ..node.netns import tx_offload_off
+from ..ovsdb import connection as ovsdb
+from ..ovsdb.execution import reconcile
+from ..resources.ovs import Port
+from . import settings as daemon
 
 try:
     from pyroute2 import IPRoute, NetNS
-    from pyroute2.ethtool import Ethtool
     from kubernetes import client as k8s_client
     from kubernetes import watch as k8s_watch
     HAS_AGENT_LIBRARIES = True
@@ -59,53 +62,11 @@ class AgentConfig(daemon.Settings):
 
     NAME = "node agent"
     ENV_PREFIX = "OVN4NFV_AGENT_"
+    LIBRARIES = ("ovsdbapp", "pyroute2", "kubernetes")
     DEFAULTS = {"socket": cni.DEFAULT_SOCKET, "ovs_db": ovsdb.DEFAULT_OVS_DB, "kubeconfig": None,
                 "bridge": "br-int", "annotation_seconds": 60, "install_seconds": 30, "ovsdb_timeout": 10,
                 # where br-int and the node sides of the veths live; None: the agent's own
                 "node_netns": None}
-
-
-def in_netns(path, function):
-    """Run ``function()`` inside the network namespace at ``path``, in a
-    thread of its own (setns changes only the calling thread), and return
-    its result."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    outcome = {}
-
-    def target():
-        handle = os.open(path, os.O_RDONLY)
-        try:
-            if libc.setns(handle, 0x40000000) != 0:
-                outcome["error"] = OSError(ctypes.get_errno(), "setns into %s failed" % path)
-                return
-        finally:
-            os.close(handle)
-        try:
-            outcome["value"] = function()
-        except Exception as exc:  # noqa: handed back to the caller's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
-def tx_offload_off(netns, ifname):
-    """``ethtool -K <ifname> tx off`` inside ``netns``."""
-    def switch_off():
-        tool = Ethtool()
-        try:
-            features = tool.get_features(ifname)
-            for name, feature in features.features.items():
-                if name.startswith("tx-checksum") and feature.enable:
-                    feature.enable = False
-            tool.set_features(ifname, features)
-        finally:
-            tool.close()
-    in_netns(netns, switch_off)
 
 
 class NodeAgent:
@@ -308,7 +269,7 @@ class NodeAgent:
             K_POD_UID: uid, K_CONTAINER: container_id, K_INTERFACE: entry["interface"],
             "ovn4nfv-pod": "%s/%s" % (namespace, name)}}
             for host, entry in hosts]
-        reconcile.reconcile(Port(), config, "merged", self.ovs)
+        reconcile(Port(), config, "merged", self.ovs)
 
     def _wait_installed(self, hosts):
         def installed(idl):
@@ -378,7 +339,7 @@ class NodeAgent:
                 port["tag"] = vlan
             if trunks:
                 port["trunks"] = trunks
-            reconcile.reconcile(Port(), [port], "merged", self.ovs)
+            reconcile(Port(), [port], "merged", self.ovs)
         except Exception:
             self._remove([host])
             raise
@@ -426,7 +387,7 @@ class NodeAgent:
     def _remove(self, hosts):
         if not hosts:
             return
-        reconcile.reconcile(Port(), [{"name": host} for host in hosts], "deleted", self.ovs)
+        reconcile(Port(), [{"name": host} for host in hosts], "deleted", self.ovs)
         with self._node() as ipr:
             for host in hosts:
                 for index in ipr.link_lookup(ifname=host):

@@ -14,10 +14,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from . import addressing, annotations, cluster, virtual_network as vn
-from .errors import ValidationError
-from .ovn_resources import LogicalSwitchPort
-from .reconcile import OWNER_KEY, OWNER_VALUE, Batch, NewRow, Op, plan, validate_config
+from ..common import addressing
+from ..common.errors import ValidationError
+from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..ovsdb.execution import Batch
+from ..ovsdb.operations import NewRow, Op
+from ..ovsdb.plan import plan, validate_config
+from ..resources.nb_switches import LogicalSwitchPort
+from . import annotations, networks as vn
+from .topology import ROLE
 
 K_NAMESPACE = "ovn4nfv-pod-namespace"
 K_POD = "ovn4nfv-pod-name"
@@ -43,13 +48,13 @@ class Pod:
         return "%s_%s_%s" % (self.namespace, self.name, interface)
 
     def marks(self, interface):
-        return {cluster.ROLE: ROLE_POD, K_NAMESPACE: self.namespace, K_POD: self.name,
+        return {ROLE: ROLE_POD, K_NAMESPACE: self.namespace, K_POD: self.name,
                 K_UID: self.uid, K_INTERFACE: interface}
 
 
 def is_pod_port(row):
     ids = row.external_ids
-    return ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(cluster.ROLE) == ROLE_POD
+    return ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(ROLE) == ROLE_POD
 
 
 def pod_ports(view, uid):

@@ -21,7 +21,7 @@ import re
 import threading
 import time
 
-from .errors import DatabaseUnreachable, TransactionFailed, ValidationError
+from ..common.errors import DatabaseUnreachable, TransactionFailed, ValidationError
 
 try:
     from ovs import jsonrpc, poller, stream

@@ -15,7 +15,8 @@ import os
 import signal
 import sys
 
-from .errors import Ovn4nfvError, ValidationError
+from ..common import versions
+from ..common.errors import Ovn4nfvError, ValidationError
 
 
 class Settings:
@@ -25,6 +26,8 @@ class Settings:
     NAME = "daemon"
     ENV_PREFIX = "OVN4NFV_"
     DEFAULTS = {}
+    # libraries whose floor (common.versions.FLOORS) is checked at start
+    LIBRARIES = ()
 
     def __init__(self, **values):
         unknown = set(values) - set(self.DEFAULTS)
@@ -65,6 +68,8 @@ def run(prog, description, settings_class, make, argv=None):
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
+        for library in settings_class.LIBRARIES:
+            versions.require(library, feature=prog)
         settings = settings_class.from_file(args.config) if args.config else settings_class()
         daemon = make(settings)
     except Ovn4nfvError as exc:

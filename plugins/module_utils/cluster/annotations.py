@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The pod annotations the product reads and writes, in one place.
 
-Read (see ``ARCHITECTURE.md``):
+Read (the operator's guide is ``docs/docsite/rst/watcher.rst``):
 
 * ``ovnNetwork``: the seed format, a JSON list of ``{name, interface,
   ip_address?, mac_address?, default_gateway?, routes?}``; OVN4NFV's own
@@ -25,9 +25,9 @@ __metaclass__ = type
 import json
 import re
 
-from . import addressing
-from .errors import ValidationError
-from .naming import ovn_name
+from ..common import addressing
+from ..common.errors import ValidationError
+from ..common.naming import ovn_name
 
 OVN_NETWORK = "ovnNetwork"
 NFN_NETWORK = "k8s.plugin.opnfv.org/nfn-network"

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading the database: a view over the IDL's cache, with indexes."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ..common.errors import ValidationError
+from .operations import NewRow
+
+
+def column_value(row, column):
+    """A column as plain Python: scalar, list (sets and optionals) or dict."""
+    value = getattr(row, column)
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, (list, tuple, set)):
+        return list(value)
+    return value
+
+
+class View:
+    """The database as one run sees it, with name maps built once."""
+
+    def __init__(self, idl):
+        self.idl = idl
+        self._by_name = {}
+        self._pending = {}
+        self._members = {}
+        self._count = 0
+
+    def new_row(self, table, values):
+        """A :class:`NewRow` with a uuid-name unique in this view's batch.
+        A named row is found by :meth:`lookup` and :meth:`by_name` from
+        then on."""
+        self._count += 1
+        row = NewRow(table, "row%d" % self._count, values)
+        if "name" in values:
+            self._pending[(table, values["name"])] = row
+            if (table, "name") in self._by_name:
+                self._by_name[(table, "name")][values["name"]] = row
+        return row
+
+    def members(self, row, column):
+        """The uuids in ``row``'s reference set ``column``, computed once per
+        view (turning a large set into rows costs more than looking it up)."""
+        key = (row.uuid, column)
+        if key not in self._members:
+            self._members[key] = set(r.uuid for r in getattr(row, column))
+        return self._members[key]
+
+    def lookup(self, table, name):
+        """The row of ``table`` named ``name`` (a list where names repeat,
+        None where there is none), through the IDL's name index."""
+        pending = self._pending.get((table, name))
+        if pending is not None:
+            return pending
+        if self.idl is None or table not in self.idl.tables:
+            return None
+        rows = self.idl.tables[table].rows
+        index = rows.indexes.get("name")
+        if index is None:
+            return self.by_name(table).get(name)
+        entry = rows.IndexEntry(name=name)
+        found = list(index.irange(entry, entry))
+        return found[0] if len(found) == 1 else (found or None)
+
+    def rows(self, table):
+        if self.idl is None or table not in self.idl.tables:
+            return []
+        return list(self.idl.tables[table].rows.values())
+
+    def by_name(self, table, column="name"):
+        """``{name: row}`` of a table, built on first use. Where names repeat,
+        the value is a list of rows, for the caller to report."""
+        key = (table, column)
+        if key not in self._by_name:
+            index = {}
+            for row in self.rows(table):
+                name = getattr(row, column)
+                if name in index:
+                    seen = index[name]
+                    index[name] = (seen if isinstance(seen, list) else [seen]) + [row]
+                else:
+                    index[name] = row
+            if column == "name":
+                index.update((name, row) for (t, name), row in self._pending.items() if t == table)
+            self._by_name[key] = index
+        return self._by_name[key]
+
+    def one(self, table, name, where, kind):
+        """The single row of ``table`` named ``name``, or a problem naming ``where``."""
+        row = self.lookup(table, name)
+        if row is None:
+            raise ValidationError("%s: %s %r does not exist" % (where, kind, name))
+        if isinstance(row, list):
+            raise ValidationError("%s: %d rows of %s are named %r; rename all but one" % (
+                where, len(row), table, name))
+        return row
+
+
+class Current:
+    """An object as it is in the database."""
+
+    def __init__(self, key, rows, cols, parent=None):
+        self.key = key
+        self.rows = rows          # {table: row}
+        self.cols = cols          # {(table, column): value}
+        self.parent = parent      # the parent row, if any
