@@ -10,10 +10,13 @@ import shlex
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils import (
-    cluster, ovsdb, reconcile, virtual_network as vn)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from playbook import run_playbook
 from sandbox import Sandbox, stable_dump
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 
 NB, OVS = "nb", "ovs"
 
@@ -244,6 +247,18 @@ CASES = [
      {"config": {"join_subnet": "100.65.0.0/24"}}, NB, ["100.65.0.0/24", "network netA", "node gateway w1"]),
     ("topology_deleted_under_networks", "cluster_topology",
      {"state": "deleted"}, NB, ["network netA", "force"]),
+    # overridden makes config the whole of what the product owns: without one
+    # it would delete everything (netA, gateway w1 and the topology are owned)
+    ("overridden_without_config", "ovn_logical_switch",
+     {"state": "overridden"}, NB, ["state: overridden needs a config", "state: deleted"]),
+    ("overridden_with_empty_config", "ovn_logical_switch",
+     {"state": "overridden", "config": []}, NB, ["state: overridden needs a config"]),
+    ("ovs_overridden_without_config", "ovs_bridge",
+     {"state": "overridden", "config": []}, OVS, ["state: overridden needs a config"]),
+    ("vn_overridden_without_config", "virtual_network",
+     {"state": "overridden"}, NB, ["state: overridden needs a config"]),
+    ("gw_overridden_with_empty_config", "node_gateway",
+     {"state": "overridden", "config": []}, NB, ["state: overridden needs a config"]),
     ("zero_timeout", "ovn_logical_switch",
      {"config": [{"name": "s"}], "timeout": 0}, NB, ["timeout", "0"]),
 ]
@@ -251,15 +266,15 @@ CASES = [
 
 def build_cluster(box):
     """A topology, one gateway, one network with one port on it."""
-    with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, cluster.TABLES) as db:
+    with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
         for compute in (
-                lambda v: cluster.plan_topology(v, {}, "merged"),
-                lambda v: cluster.plan_gateways(v, [("c", {"node": "w1", "external_ip": "192.168.50.12/24",
+                lambda v: plan_topology(v, {}, "merged"),
+                lambda v: plan_gateways(v, [("c", {"node": "w1", "external_ip": "192.168.50.12/24",
                                                            "external_gateway": "192.168.50.1"})], "merged"),
                 lambda v: vn.plan_networks(v, [("c", vn.check_format(
                     {"name": "netA", "subnet": "172.16.1.0/24", "provider": "a.default"}, "c"))],
                     "merged", "ovn")):
-            reconcile.execute(db, compute, write=True)
+            execute(db, compute, write=True)
     box.nbctl("lsp-add", "netA", "podA", "--", "lsp-set-addresses", "podA", "0a:00:00:00:00:32 172.16.1.50")
 
 
