@@ -192,6 +192,9 @@ def up(lab=LAB):
 
 
 def down(lab=LAB):
+    if shutil.which("podman") is None:
+        log("down (%s): podman is not installed, so nothing of the lab runs" % lab.name)
+        return
     out = set(podman("ps", "-a", "--filter", "label=" + lab.label, "--format", "{{.Names}}",
                      capture=True, check=False).stdout.split())
     out |= set(name for name in lab.nodes
