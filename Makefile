@@ -12,24 +12,35 @@ BASE_PYTHON := /usr/bin/python3
 COLLECTION_TREE := $(or $(TMPDIR),/tmp)/ovn4nfv.k8s-collections
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
-.PHONY: deps venv test unit functional integration sanity lint docs molecule bench lab lab-down clean
+.PHONY: deps venv test test-debian unit functional integration sanity lint docs docs-site molecule bench lab lab-down clean
 
 deps:
 	.ci/install-deps
 
-$(VENV)/.installed: requirements.txt | deps
+$(VENV)/.installed: requirements.txt requirements-test.txt | deps
 	$(BASE_PYTHON) -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --upgrade -r requirements-test.txt
 	$(PY) -c "import ovs._json" || { echo "python-ovs without its C JSON parser"; exit 1; }
 	touch $@
 
 venv: $(VENV)/.installed
 
 # The whole default suite: what .ci/run runs.
+# pytest runs on both cores (a test file stays on one worker, so its
+# module-scoped daemons start once); the docs site is built and opened in
+# Chromium by tests/integration/test_docs.py, the installed package is tried
+# by tests/integration/test_package.py.
 test: venv
-	$(PY) -m pytest tests/unit tests/functional tests/integration
-	$(MAKE) --no-print-directory sanity lint docs molecule
+	$(PY) -m pytest -n 2 --dist loadfile tests/unit tests/functional tests/integration
+	$(MAKE) --no-print-directory test-debian sanity lint molecule
+
+# The core on the library versions the nodes run: Debian 12's python3
+# packages (the floors in requirements.txt), with Debian's pytest, outside
+# the venv. test_failure_summary checks CI tooling that needs ansible-playbook.
+test-debian: deps
+	$(BASE_PYTHON) -m pytest -p no:cacheprovider tests/unit tests/functional \
+	  --ignore tests/functional/test_failure_summary.py
 
 unit: venv
 	$(PY) -m pytest tests/unit
@@ -56,15 +67,28 @@ lint: venv
 	rm -rf $(COLLECTION_TREE)/lint && mkdir -p $(COLLECTION_TREE)/lint/ansible_collections/ovn4nfv
 	ln -s $(CURDIR) $(COLLECTION_TREE)/lint/ansible_collections/ovn4nfv/k8s
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/lint $(VENV)/bin/ansible-lint
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/lint $(VENV)/bin/antsibull-changelog lint
 
-# ansible-doc must render every module.
+# The documentation site: the module and role reference generated from the
+# code by antsibull-docs, the guides in docs/docsite, built by Sphinx into
+# $(DOCS_BUILD)/html. tests/integration/test_docs.py builds it and opens it
+# in headless Chromium.
+DOCS_BUILD := docs/_build
 docs: venv
-	rm -rf $(COLLECTION_TREE)/docs && mkdir -p $(COLLECTION_TREE)/docs/ansible_collections/ovn4nfv
+	$(MAKE) --no-print-directory docs-site
+
+# The build alone, for a caller that has the venv already (the docs test: a
+# venv update under running tests would pull libraries from under them).
+docs-site:
+	rm -rf $(COLLECTION_TREE)/docs $(DOCS_BUILD) && mkdir -p $(COLLECTION_TREE)/docs/ansible_collections/ovn4nfv $(DOCS_BUILD)/rst
 	ln -s $(CURDIR) $(COLLECTION_TREE)/docs/ansible_collections/ovn4nfv/k8s
-	@for m in $(MODULES); do \
-	  ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/docs $(VENV)/bin/ansible-doc ovn4nfv.k8s.$$m > /dev/null \
-	    || { echo "ansible-doc failed for $$m"; exit 1; }; \
-	done; echo "ansible-doc renders: $(MODULES)"
+	chmod og-w $(DOCS_BUILD)/rst
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/docs \
+	  $(VENV)/bin/antsibull-docs --config-file docs/antsibull-docs.cfg collection --use-current \
+	  --fail-on-error --dest-dir $(DOCS_BUILD)/rst ovn4nfv.k8s
+	cp docs/index.rst $(DOCS_BUILD)/rst/index.rst
+	$(VENV)/bin/sphinx-build -q -b html -c docs $(DOCS_BUILD)/rst $(DOCS_BUILD)/html
+	@echo "docs: $(DOCS_BUILD)/html/index.html"
 
 bench: venv
 	$(PY) benchmarks/ovsdb_bulk.py
@@ -76,6 +100,7 @@ bench: venv
 # A failed scenario ends with the tasks that failed: CI shows only the tail.
 MOLECULE_SCENARIOS := ovs ovn_central ovn_controller node_gateway cni watcher central_cluster topology
 molecule: venv
+	$(PY) lab/lab.py deps
 	rm -rf $(COLLECTION_TREE)/molecule && mkdir -p $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv
 	ln -s $(CURDIR) $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv/k8s
 	@for s in $(MOLECULE_SCENARIOS); do \
