@@ -59,13 +59,16 @@ def require_libraries(module):
             module.fail_json(msg=problem)
 
 
-def _connect(module, resource_tables, schema):
+def _connect(module, resource_tables, schema, db_param="db"):
+    """The database at the remote in ``db_param``, with the module's
+    timeout and TLS files."""
     params = module.params
     if params["timeout"] <= 0:
         raise ValidationError("timeout: %r must be a positive number of seconds" %
                               params["timeout"])
     tls = TLS(params["private_key"], params["certificate"], params["ca_cert"])
-    return Database(params["db"], schema, resource_tables, timeout=params["timeout"], tls=tls)
+    return Database(params[db_param], schema, resource_tables, timeout=params["timeout"], tls=tls,
+                    field=db_param)
 
 
 def fail(module, exc):
@@ -180,11 +183,7 @@ def run_composite(module, schema, tables, compute):
 
 def connect_or_none(module, db_param, tables, schema):
     """A connection to the remote in ``db_param``, or None with the reason."""
-    params = dict(module.params)
-    params["db"] = module.params[db_param]
-    tls = TLS(params["private_key"], params["certificate"], params["ca_cert"])
     try:
-        return Database(params["db"], schema, tables, timeout=params["timeout"], tls=tls,
-                        field=db_param), None
+        return _connect(module, tables, schema, db_param), None
     except Ovn4nfvError as exc:
         return None, str(exc)

@@ -218,6 +218,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import O
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import (
     DEFAULT_NB_DB, DEFAULT_OVS_DB, NB_SCHEMA, OVS_SCHEMA)
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import STATES, WRITE_STATES, planning_state
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import OVS_TABLES
 
 
 def main():
@@ -261,7 +262,7 @@ def main():
         if nb is not None:
             databases["ovn"] = nb
         if "ovs" in wanted or "auto" in wanted or state == "gathered":
-            ovs, errors["ovs"] = connect_or_none(module, "ovs_db", backends.OVS_TABLES, OVS_SCHEMA)
+            ovs, errors["ovs"] = connect_or_none(module, "ovs_db", OVS_TABLES, OVS_SCHEMA)
             if ovs is not None:
                 databases["ovs"] = ovs
         auto, auto_reason = None, None

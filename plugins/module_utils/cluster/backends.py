@@ -20,8 +20,6 @@ from ..ovsdb.view import View
 from .networks import BACKENDS, check_format, plan_networks
 from .topology import read_topology
 
-OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
-
 
 def check_items(config):
     """``config`` checked item by item, as (where, item) pairs; a network

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node agent: the CNI plugin's worker on each node.
 
-Run as ``python -m <package>.node_agent --config FILE``. It listens on a
+Run as ``python -m <package>.daemons.node_agent --config FILE``. It listens on a
 unix socket for the CNI entry point (:mod:`.cni`), keeps its OVSDB
 connection to the local Open vSwitch open between calls, and does the work
 with pyroute2 (netlink). For an ``ADD`` it waits for the pod's
@@ -34,7 +34,7 @@ from ..common.errors import Ovn4nfvError
 from ..node.netns import tx_offload_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import reconcile
-from ..resources.ovs import Port
+from ..resources.ovs import OVS_TABLES, Port
 from . import settings as daemon
 
 try:
@@ -46,7 +46,6 @@ except ImportError:  # pragma: no cover - the agent needs them; modules do not
     HAS_AGENT_LIBRARIES = False
 
 LOG = logging.getLogger("ovn4nfv.node_agent")
-OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
 K_CONTAINER = "ovn4nfv-container-id"
 K_POD_UID = "ovn4nfv-pod-uid"
 K_INTERFACE = "ovn4nfv-interface"

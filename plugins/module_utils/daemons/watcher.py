@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The watcher: pod annotations become OVN ports and an interface list.
 
-Run as ``python -m <package>.watcher --config FILE``. It lists every pod,
+Run as ``python -m <package>.daemons.watcher --config FILE``. It lists every pod,
 then watches for changes from that resourceVersion. For each pod that asks
 for networks it checks the request (:mod:`.annotations`), creates the
 pod's logical switch ports (:mod:`.pod_ports`), waits on the NB's update

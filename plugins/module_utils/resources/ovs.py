@@ -17,7 +17,8 @@ from ..ovsdb.operations import Op
 from ..ovsdb.resource import Parent, Resource
 from ..ovsdb.view import Current, column_value
 
-_OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
+# What a connection to the local OVS database monitors for these resources.
+OVS_TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
 
 # OVS writes "" for the defaults the operator calls "system".
 _system_to_db = {"system": ""}
@@ -38,7 +39,7 @@ class Bridge(Resource):
     name = "bridge"
     schema = OVS_SCHEMA
     table = "Bridge"
-    tables = _OVS_TABLES
+    tables = OVS_TABLES
     parent = Parent(None, "Open_vSwitch", "bridges", "database")
     fields = (
         Field("name", default=""),
@@ -85,7 +86,7 @@ class Port(Resource):
     name = "port"
     schema = OVS_SCHEMA
     table = "Port"
-    tables = _OVS_TABLES
+    tables = OVS_TABLES
     parent = Parent("bridge", "Bridge", "ports", "bridge", interface_name)
     fields = (
         Field("name", default=""),
