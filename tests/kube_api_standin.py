@@ -79,6 +79,8 @@ class KubeAPIStandIn:
         self.events = []
         self.history = []            # (rv, event type, object) for watches
         self.failures = 0
+        self.targeted = {}          # (method, path suffix) -> (count, code)
+        self.targeted_failed = 0
         self.requests = 0
         self.dropped = 0             # bumped to end open watches
         self.connections = set()     # open client sockets, closed by go_away
@@ -215,6 +217,13 @@ class KubeAPIStandIn:
             self.failures = count
             self.failure_code = code
 
+    def fail_matching(self, method, path, count, code=500):
+        """Answer the next ``count`` ``method`` requests whose path ends
+        with ``path`` (e.g. ``PATCH``, ``/pods/web``) with ``code``; 0
+        clears the rule."""
+        with self.lock:
+            self.targeted[(method, path)] = (count, code)
+
 
 def _selected(obj, selector):
     """Whether ``obj`` passes a field selector (``metadata.name=x,...``)."""
@@ -224,6 +233,8 @@ def _selected(obj, selector):
         if field == "metadata.name" and obj["metadata"]["name"] != value:
             return False
         if field == "metadata.namespace" and obj["metadata"]["namespace"] != value:
+            return False
+        if field == "spec.nodeName" and (obj.get("spec") or {}).get("nodeName") != value:
             return False
     return True
 
@@ -264,7 +275,15 @@ def _handler(api):
         def _failing(self):
             with api.lock:
                 api.requests += 1
-                if api.failures > 0:
+                path = urlparse(self.path).path
+                rule = next((r for r in api.targeted if r[0] == self.command and path.endswith(r[1])
+                             and api.targeted[r][0] > 0), None)
+                if rule is not None:
+                    count, code = api.targeted[rule]
+                    api.targeted[rule] = (count - 1, code)
+                    api.targeted_failed += 1
+                    api.lock.notify_all()
+                elif api.failures > 0:
                     api.failures -= 1
                     code = api.failure_code
                 else:

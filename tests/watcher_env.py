@@ -21,13 +21,15 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"]},
             {"name": "net2", "subnet": "172.16.2.0/24", "provider": "ovnnet.default.ovn"},
             {"name": "macvlan-net", "subnet": "172.16.30.0/24", "provider": "macvlan.default"},
-            {"name": "default-net", "subnet": "10.240.0.0/16"}]
+            {"name": "default-net", "subnet": "10.240.0.0/16"},
+            # small enough to fill: hosts .1-.6, the gateway .1, so 5 addresses
+            {"name": "tiny", "subnet": "172.16.9.0/29"}]
 
 
 class Cluster:
     """NB + northd, the API stand-in, and the watcher process."""
 
-    def __init__(self, tmp, collections, networks=None, workers=2):
+    def __init__(self, tmp, collections, networks=None, workers=2, **settings):
         self.collections = collections
         self.box = Sandbox(ovs=False)
         self.api = None
@@ -44,7 +46,8 @@ class Cluster:
             with open(self.config, "w") as handle:
                 json.dump({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
                            "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
-                           "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1}, handle)
+                           "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1,
+                           **settings}, handle)
             self.log = open(os.path.join(tmp, "watcher.log"), "w+")
             self.start()
         except Exception:
@@ -92,6 +95,10 @@ class Cluster:
                 r.name in names for r in idl.tables["Logical_Switch_Port"].rows.values()), timeout)
         assert gone, "ports %s still exist; watcher log:\n%s" % (names, self.log_text())
 
+    def port_log(self):
+        """A :class:`PortLog` of this NB, to be closed by the caller."""
+        return PortLog(self.box.nb_db)
+
     def wait_log(self, text, timeout):
         """Whether ``text`` appears in the watcher's log within ``timeout``
         seconds (the log is the watcher's own record of the event)."""
@@ -117,3 +124,33 @@ class Cluster:
         if self.log is not None:
             self.log.close()
         return code
+
+
+class PortLog:
+    """Every create and delete of a product pod port, as the NB's update
+    stream tells a client of its own: ``[(event, port name, pod uid)]``.
+    How a test sees from outside whether a port came back."""
+
+    def __init__(self, remote):
+        import threading
+        self.events = []
+        self.lock = threading.Lock()
+        self.db = ovsdb.Database(remote, ovsdb.NB_SCHEMA, ("Logical_Switch_Port",))
+        self.db.add_listener(self._notify)
+
+    def _notify(self, event, row):
+        ids = row.external_ids
+        if ids.get("ovn4nfv-role") == "pod-port" and event in ("create", "delete"):
+            with self.lock:
+                self.events.append((event, row.name, ids.get("ovn4nfv-pod-uid")))
+
+    def of(self, uid):
+        with self.lock:
+            return [e for e, _n, u in self.events if u == uid]
+
+    def wait_for(self, predicate, timeout):
+        """Block, woken by the NB's updates, until ``predicate(self)``."""
+        return self.db.wait_for(lambda _idl: predicate(self), timeout)
+
+    def close(self):
+        self.db.close()

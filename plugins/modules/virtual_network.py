@@ -51,6 +51,8 @@ options:
       gateway:
         description:
           - The gateway address. Defaults to the first host of O(config[].subnet).
+          - OVN4NFV's definitions wrote it with the subnet's prefix length (V(10.1.20.1/24)); that form
+            is accepted when the length is the subnet's, and stored without it.
         type: str
       subnet6:
         description:

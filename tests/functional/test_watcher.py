@@ -60,8 +60,9 @@ ALLOCATION_BAD = [
     ("ip_is_gateway", ovn_network({"name": "net1", "interface": "net0", "ip_address": "172.16.1.1"}),
      ["ovnNetwork[0].ip_address", "gateway"]),
     ("ip_excluded", ovn_network({"name": "net1", "interface": "net0", "ip_address": "172.16.1.5"}),
-     ["ovnNetwork[0].ip_address", "excluded"]),
+     ["ovnNetwork[0].ip_address", "exclude_ips"]),
 ]
+REASONS = {"unknown_network": "UnknownNetwork"}
 
 
 def test_bad_annotations_yield_events_and_no_ports(k8s):
@@ -73,12 +74,13 @@ def test_bad_annotations_yield_events_and_no_ports(k8s):
     for index, (case_id, _found, expected) in enumerate(cases):
         events = k8s.events_for("p%d" % index)
         assert len(events) == 1, (case_id, events)
-        assert events[0]["reason"] == "InvalidNetworkRequest" and events[0]["type"] == "Warning"
+        assert events[0]["reason"] == REASONS.get(case_id, "InvalidNetworkRequest"), (case_id, events)
+        assert events[0]["type"] == "Warning"
         for text in expected:
             assert text in events[0]["message"], (case_id, text, events[0]["message"])
         assert ann.IFACE_LIST not in k8s.api.pod("bad", "p%d" % index)["metadata"]["annotations"]
     assert k8s.pod_ports() == []
-    assert "InvalidNetworkRequest" not in k8s.log_text() and "ovnNetwork[0].interface" in k8s.log_text()
+    assert "InvalidNetworkRequest: ovnNetwork[0].interface" in k8s.log_text(), "the log says what the Event says"
 
 
 def test_duplicate_static_ip_names_the_holder(k8s):

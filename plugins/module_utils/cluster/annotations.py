@@ -28,19 +28,21 @@ import re
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.naming import ovn_name
+from . import request_schema
 
 OVN_NETWORK = "ovnNetwork"
 NFN_NETWORK = "k8s.plugin.opnfv.org/nfn-network"
 LEGACY = "ovn"
+ROUTES = "ovnNetworkRoutes"
 IFACE_LIST = "ovnIfaceList"
 OVN_INTERFACES = "k8s.plugin.opnfv.org/ovnInterfaces"
 MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
 
-MAX_INTERFACES = 10
+MAX_INTERFACES = request_schema.MAX_INTERFACES
 LEGACY_INTERFACE = "eth0"
 # alphanumeric, the last character a digit (the seed design), and a kernel
 # interface name
-_INTERFACE = re.compile(r"^[A-Za-z0-9]{0,14}[0-9]$")
+_INTERFACE = re.compile(request_schema.INTERFACE)
 _TRUE = (True, "true", "True", "TRUE", "yes")
 _FALSE = (False, None, "false", "False", "FALSE", "no", "")
 
@@ -67,11 +69,7 @@ class InterfaceRequest:
 
 
 def _json(annotations, key):
-    text = annotations[key]
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError("%s: not valid JSON (%s)" % (key, exc))
+    return request_schema.load(key, annotations[key])
 
 
 def _first(entry, *names):
@@ -89,7 +87,16 @@ def _flag(value, field):
     raise ValidationError("%s: %r is not true or false" % (field, value))
 
 
+def _exact(value, field):
+    """A value with no surrounding whitespace (``"10.0.0.5\\n"`` is not an
+    address, whatever a lenient parser makes of it)."""
+    if not isinstance(value, str) or value != value.strip() or not value:
+        raise ValidationError("%s: %r is not an address" % (field, value))
+    return value
+
+
 def _request(entry, where):
+    """An :class:`InterfaceRequest` from one entry its schema has passed."""
     if not isinstance(entry, dict):
         raise ValidationError("%s: %r is not an object" % (where, entry))
     network = entry.get("name")
@@ -101,23 +108,27 @@ def _request(entry, where):
         raise ValidationError(
             "%s.interface: %r must be alphanumeric, end in a digit and be at most 15 "
             "characters" % (where, interface))
-    ip = _first(entry, "ip_address", "ipAddress")
-    if ip not in (None, ""):
-        ip = addressing.parse_ip(str(ip).split("/", 1)[0], where + ".ip_address")
-    else:
-        ip = None
+    ip, prefix = None, None
+    text = _first(entry, "ip_address", "ipAddress")
+    if text not in (None, ""):
+        ip, prefix = addressing.parse_ip_prefix(_exact(text, where + ".ip_address"), where + ".ip_address")
     mac = _first(entry, "mac_address", "macAddress")
-    mac = addressing.parse_mac(mac, where + ".mac_address") if mac not in (None, "") else None
+    mac = addressing.parse_mac(_exact(mac, where + ".mac_address"), where + ".mac_address") \
+        if mac not in (None, "") else None
     default = _flag(_first(entry, "default_gateway", "defaultGateway"), where + ".default_gateway")
-    routes = []
+    request = InterfaceRequest(network, interface, ip, mac, default, (), where)
+    request.prefix = prefix
     for index, route in enumerate(_first(entry, "routes") or []):
-        field = "%s.routes[%d]" % (where, index)
-        if not isinstance(route, dict) or not route.get("dst"):
-            raise ValidationError("%s: %r needs a dst" % (field, route))
-        dst = addressing.parse_cidr(route["dst"], field + ".dst")
-        gw = addressing.parse_ip(route["gw"], field + ".gw") if route.get("gw") else None
-        routes.append({"dst": str(dst), "gw": str(gw) if gw else None})
-    return InterfaceRequest(network, interface, ip, mac, default, routes, where)
+        _add_route(request, route, "%s.routes[%d]" % (where, index))
+    return request
+
+
+def _add_route(request, route, field):
+    if not isinstance(route, dict) or not route.get("dst"):
+        raise ValidationError("%s: %r needs a dst" % (field, route))
+    dst = addressing.parse_cidr(_exact(route["dst"], field + ".dst"), field + ".dst")
+    gw = addressing.parse_ip(_exact(route["gw"], field + ".gw"), field + ".gw") if route.get("gw") else None
+    request.routes.append({"dst": str(dst), "gw": str(gw) if gw else None})
 
 
 def _check_set(requests, source):
@@ -137,40 +148,58 @@ def _check_set(requests, source):
     return requests
 
 
+# The forms a pod may ask with, in precedence order: the first present is
+# used; any other present is reported (Warning Event IgnoredAnnotation).
+FORMS = (OVN_NETWORK, NFN_NETWORK, LEGACY)
+
+
+def _entries(annotations, source, default_network):
+    if source == OVN_NETWORK:
+        return [_request(e, "%s[%d]" % (OVN_NETWORK, i)) for i, e in enumerate(_json(annotations, source))]
+    if source == NFN_NETWORK:
+        entries = _json(annotations, source)["interface"]
+        return [_request(e, "%s.interface[%d]" % (NFN_NETWORK, i)) for i, e in enumerate(entries)]
+    if not default_network:
+        raise ValidationError("%s: the legacy annotation needs a default network, and the "
+                              "watcher has none configured" % LEGACY)
+    doc = _json(annotations, LEGACY) if annotations[LEGACY] else {}
+    doc = dict(doc, name=default_network, interface=LEGACY_INTERFACE, default_gateway=True)
+    return [_request(doc, LEGACY)]
+
+
 def parse_requests(annotations, default_network=None):
     """The interfaces a pod asks for, from its annotations, as
     ``(source annotation, [InterfaceRequest])``; ``(None, [])`` when it asks
-    for none. Raises ValidationError naming the annotation and field."""
+    for none. The first of :data:`FORMS` present is used; OVN4NFV's
+    ``ovnNetworkRoutes`` adds routes to the interfaces its ``dev`` names.
+    Raises ValidationError naming the annotation and field."""
     annotations = annotations or {}
-    if OVN_NETWORK in annotations:
-        entries = _json(annotations, OVN_NETWORK)
-        if not isinstance(entries, list):
-            raise ValidationError("%s: %r is not a list" % (OVN_NETWORK, entries))
-        return OVN_NETWORK, _check_set([_request(e, "%s[%d]" % (OVN_NETWORK, i))
-                                        for i, e in enumerate(entries)], OVN_NETWORK)
-    if NFN_NETWORK in annotations:
-        doc = _json(annotations, NFN_NETWORK)
-        if not isinstance(doc, dict) or doc.get("type") != "ovn4nfv":
-            raise ValidationError('%s: expected {"type": "ovn4nfv", "interface": [...]}, got %r' % (
-                NFN_NETWORK, doc))
-        entries = doc.get("interface")
-        if not isinstance(entries, list):
-            raise ValidationError("%s.interface: %r is not a list" % (NFN_NETWORK, entries))
-        return NFN_NETWORK, _check_set([_request(e, "%s.interface[%d]" % (NFN_NETWORK, i))
-                                        for i, e in enumerate(entries)], NFN_NETWORK)
-    if LEGACY in annotations:
-        if not default_network:
-            raise ValidationError("%s: the legacy annotation needs a default network, and the "
-                                  "watcher has none configured" % LEGACY)
-        doc = _json(annotations, LEGACY) if annotations[LEGACY] else {}
-        if not isinstance(doc, dict):
-            raise ValidationError("%s: %r is not an object" % (LEGACY, doc))
-        doc = dict(doc, name=default_network, interface=LEGACY_INTERFACE, default_gateway=True)
-        return LEGACY, [_request(doc, LEGACY)]
-    return None, []
+    source = next((form for form in FORMS if form in annotations), None)
+    if source is None:
+        return None, []
+    requests = _check_set(_entries(annotations, source, default_network), source)
+    if ROUTES in annotations:
+        by_interface = dict((r.interface, r) for r in requests)
+        for index, route in enumerate(_json(annotations, ROUTES)):
+            field = "%s[%d]" % (ROUTES, index)
+            if route["dev"] not in by_interface:
+                raise ValidationError("%s.dev: %r names no interface of the pod (it has %s)" % (
+                    field, route["dev"], ", ".join(sorted(by_interface))))
+            _add_route(by_interface[route["dev"]], route, field)
+    return source, requests
 
 
-_SELECTION = re.compile(r"^(?:(?P<ns>[a-z0-9-]+)/)?(?P<name>[a-z0-9.-]+)(?:@(?P<iface>[^@/]+))?$")
+def unused_forms(annotations):
+    """The request annotations present but not used: every form after the
+    first of :data:`FORMS`, and ``ovnNetworkRoutes`` without any form."""
+    present = [form for form in FORMS if form in (annotations or {})]
+    unused = present[1:]
+    if ROUTES in (annotations or {}) and not present:
+        unused.append(ROUTES)
+    return unused
+
+
+_SELECTION = re.compile(r"(?:(?P<ns>[a-z0-9-]{1,63})/)?(?P<name>[a-z0-9.-]{1,253})(?:@(?P<iface>[^@/\s]{1,15}))?\Z")
 
 
 def parse_multus(annotations, namespace):
@@ -181,6 +210,9 @@ def parse_multus(annotations, namespace):
     text = (annotations or {}).get(MULTUS_NETWORKS)
     if not text:
         return []
+    if len(text) > request_schema.MAX_TEXT:
+        raise ValidationError("%s: %d characters; at most %d are read" % (
+            MULTUS_NETWORKS, len(text), request_schema.MAX_TEXT))
     selections = []
     if text.strip().startswith("["):
         items = _json(annotations, MULTUS_NETWORKS)
@@ -193,9 +225,12 @@ def parse_multus(annotations, namespace):
                                "mac": item.get("mac"), "default_route": bool(item.get("default-route")),
                                "where": where})
     else:
-        for index, part in enumerate(p.strip() for p in text.split(",")):
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) > MAX_INTERFACES * 3:
+            raise ValidationError("%s: %d selections; at most %d" % (MULTUS_NETWORKS, len(parts), MAX_INTERFACES * 3))
+        for index, part in enumerate(parts):
             where = "%s[%d]" % (MULTUS_NETWORKS, index)
-            match = _SELECTION.match(part)
+            match = _SELECTION.match(part) if part == part.strip() else None
             if not match:
                 raise ValidationError("%s: %r is not [namespace/]name[@interface]" % (where, part))
             selections.append({"name": match.group("name"), "namespace": match.group("ns") or namespace,
@@ -222,13 +257,27 @@ def attachment_request(selection, network, provider, ipam, annotations, pool_cho
     return request
 
 
+def check_provider_keys(annotations, provider):
+    """Refuse an unknown ``<provider>.kubernetes.io/<key>`` of one of the
+    product's providers, naming the known key it resembles."""
+    prefix = provider + ".kubernetes.io/"
+    problems = [request_schema.unknown_key(key, key[len(prefix):], request_schema.PROVIDER_KEYS)
+                for key in sorted(annotations or {}) if key.startswith(prefix)
+                and key[len(prefix):] not in request_schema.PROVIDER_KEYS]
+    if problems:
+        raise ValidationError(problems)
+
+
 def ip_pool(annotations, provider, where):
     """The addresses of ``<provider>.kubernetes.io/ip_pool``, checked."""
     text = annotations.get(provider + ".kubernetes.io/ip_pool")
     if not text:
         return []
-    return [addressing.parse_ip(part, "%s.%s.kubernetes.io/ip_pool" % (where, provider))
-            for part in re.split(r"[,;\s]+", text.strip()) if part]
+    field = "%s.%s.kubernetes.io/ip_pool" % (where, provider)
+    parts = [part for part in re.split(r"[,;\s]+", text[:request_schema.MAX_TEXT].strip()) if part]
+    if len(parts) > 256:
+        raise ValidationError("%s: %d addresses; at most 256" % (field, len(parts)))
+    return [addressing.parse_ip(part, field) for part in parts]
 
 
 def check_interfaces(requests, source):

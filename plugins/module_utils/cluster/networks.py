@@ -155,7 +155,15 @@ def check_format(item, where):
     if "subnet" in out:
         out["subnet"] = addressing.parse_cidr(out["subnet"], where + ".subnet", version=4)
     if "gateway" in out:
-        out["gateway"] = addressing.parse_ip(out["gateway"], where + ".gateway", version=4)
+        # OVN4NFV's definitions wrote the gateway with the subnet's prefix
+        # ("10.1.20.1/24"): accepted when it is the subnet's, kept without
+        gateway, length = addressing.parse_ip_prefix(out["gateway"], where + ".gateway", version=4)
+        if length is not None:
+            if "subnet" not in out:
+                raise ValidationError("%s.gateway: %r has a prefix length; give the subnet beside it" % (
+                    where, item["gateway"]))
+            addressing.require_prefix(length, out["subnet"], where + ".gateway", item["gateway"])
+        out["gateway"] = gateway
     if "subnet6" in out:
         out["subnet6"] = addressing.parse_cidr(
             addressing.ipv6_prefix(out["subnet6"], where + ".subnet6") + "/64", where + ".subnet6")

@@ -29,6 +29,12 @@ K_POD = "ovn4nfv-pod-name"
 K_UID = "ovn4nfv-pod-uid"
 K_INTERFACE = "ovn4nfv-interface"
 ROLE_POD = "pod-port"
+# Why a request was refused: the Event reasons, gravest first.
+INVALID = "InvalidNetworkRequest"
+UNKNOWN_NETWORK = "UnknownNetwork"
+CONFLICT = "AddressConflict"
+EXHAUSTED = "AddressPoolExhausted"
+REASONS = (INVALID, UNKNOWN_NETWORK, CONFLICT, EXHAUSTED)
 TABLES = ("Logical_Switch", "Logical_Switch_Port")
 
 
@@ -97,7 +103,7 @@ class AddressIndex:
     so one map serves every network."""
 
     def __init__(self):
-        self.by_ip, self.by_mac, self.of_row = {}, {}, {}
+        self.by_ip, self.by_mac, self.of_row, self.by_pod = {}, {}, {}, {}
 
     def attach(self, database):
         """Follow ``database`` from now on, starting from what it holds."""
@@ -106,7 +112,7 @@ class AddressIndex:
         return self
 
     def _rebuild(self, idl):
-        self.by_ip, self.by_mac, self.of_row = {}, {}, {}
+        self.by_ip, self.by_mac, self.of_row, self.by_pod = {}, {}, {}, {}
         for row in idl.tables["Logical_Switch_Port"].rows.values():
             self._add(row)
 
@@ -119,14 +125,22 @@ class AddressIndex:
 
     def _add(self, row):
         mac, ips = _addresses(row)
-        self.of_row[row.uuid] = (mac, ips)
+        pod = None
+        if is_pod_port(row):
+            pod = (row.external_ids.get(K_NAMESPACE), row.external_ids.get(K_POD))
+            self.by_pod.setdefault(pod, set()).add(row.uuid)
+        self.of_row[row.uuid] = (mac, ips, pod)
         if mac:
             self.by_mac[mac] = row.uuid
         for ip in ips:
             self.by_ip[ip] = row.uuid
 
     def _remove(self, uuid):
-        mac, ips = self.of_row.pop(uuid, (None, []))
+        mac, ips, pod = self.of_row.pop(uuid, (None, [], None))
+        if pod is not None:
+            self.by_pod.get(pod, set()).discard(uuid)
+            if not self.by_pod.get(pod, True):
+                del self.by_pod[pod]
         if mac and self.by_mac.get(mac) == uuid:
             del self.by_mac[mac]
         for ip in ips:
@@ -139,6 +153,12 @@ class AddressIndex:
         if uuid is None:
             return None
         return view.idl.tables["Logical_Switch_Port"].rows.get(uuid)
+
+
+    def ports_of(self, view, namespace, name):
+        """The pod ports of every pod ever named ``namespace/name``."""
+        table = view.idl.tables["Logical_Switch_Port"].rows
+        return [table[u] for u in self.by_pod.get((namespace, name), ()) if u in table]
 
 
 def _scan_holder(view, kind, value, uid, switch=None):
@@ -190,46 +210,47 @@ def plan_pod(view, pod, requests, addresses=None):
             return row if row is not None and row.external_ids.get(K_UID) != pod.uid else None
         return _scan_holder(view, kind, value, pod.uid, switch)
 
-    problems, items, verify = [], [], {}
+    problems, items, verify, wanted = [], [], {}, {}
     networks = {}
     for request in requests:
         if request.network not in networks:
             networks[request.network] = vn.read_network(view, request.network)
         network = networks[request.network]
         if network is None:
-            problems.append("%s.name: network %r does not exist" % (request.where, request.network))
+            problems.append((UNKNOWN_NETWORK, "%s.name: network %r does not exist" % (
+                request.where, request.network)))
             continue
         name = pod.port_name(request.interface)
         existing = view.lookup("Logical_Switch_Port", name)
         if existing is not None and not isinstance(existing, (list, NewRow)) and \
                 existing.external_ids.get(K_UID) != pod.uid:
-            problems.append("%s: port %s already exists for %s; delete it first (plan_stale)" % (
-                request.where, name, _holder(existing)))
+            problems.append((CONFLICT, "%s: port %s already exists for %s; delete it first (plan_stale)" % (
+                request.where, name, _holder(existing))))
             continue
         switch = view.lookup("Logical_Switch", network.name)
         if request.ip is not None:
-            field = request.where + ".ip_address"
             try:
-                subnet = network.subnet if request.ip.version == 4 else network.subnet6
-                if subnet is None or request.ip not in subnet:
-                    raise ValidationError("%s: %s is outside network %s (%s)" % (
-                        field, request.ip, network.name, subnet))
-                if request.ip in (network.gateway, network.gateway6):
-                    raise ValidationError("%s: %s is network %s's gateway" % (field, request.ip, network.name))
-                if request.ip.version == 4 and request.ip not in addressing.ip_set(subnet, network.exclude_ips):
-                    raise ValidationError("%s: %s is excluded in network %s" % (field, request.ip, network.name))
-                port = holder("ip", request.ip, switch)
-                if port is not None:
-                    raise ValidationError("%s: %s is already held by %s" % (field, request.ip, _holder(port)))
+                _check_static_ip(request, network)
             except ValidationError as exc:
-                problems.extend(exc.problems)
+                problems.extend((INVALID, p) for p in exc.problems)
+                continue
+            port = holder("ip", request.ip, switch)
+            if port is not None:
+                problems.append((CONFLICT, "%s.ip_address: %s is already held by %s" % (
+                    request.where, request.ip, _holder(port))))
                 continue
             verify[network.name] = switch
         if request.mac is not None:
             port = holder("mac", request.mac)
             if port is not None:
-                problems.append("%s.mac_address: %s is already held by %s" % (
-                    request.where, request.mac, _holder(port)))
+                problems.append((CONFLICT, "%s.mac_address: %s is already held by %s" % (
+                    request.where, request.mac, _holder(port))))
+                continue
+        if request.ip is None and existing is None:
+            wanted[network.name] = wanted.get(network.name, 0) + 1
+            if free_addresses(view, network, switch) < wanted[network.name]:
+                problems.append((EXHAUSTED, "%s.name: network %s has no free address (%s)" % (
+                    request.where, network.name, pool_usage(view, network, switch))))
                 continue
         if request.ip is not None:
             mac = request.mac or addressing.mac_from_name(pod.uid + "/" + request.interface)
@@ -241,7 +262,9 @@ def plan_pod(view, pod, requests, addresses=None):
         items.append({"name": name, "switch": network.name, "addresses": [address],
                       "external_ids": pod.marks(request.interface)})
     if problems:
-        raise ValidationError(problems)
+        # the Event's reason: the gravest kind among the problems
+        reason = min((p[0] for p in problems), key=REASONS.index)
+        raise ValidationError([p[1] for p in problems], reason=reason)
     batch = Batch()
     if items:
         resource = LogicalSwitchPort()
@@ -251,6 +274,62 @@ def plan_pod(view, pod, requests, addresses=None):
             first.ops[:0] = [Op("verify", "Logical_Switch", switch, "ports")
                              for _name, switch in sorted(verify.items())]
     return batch
+
+
+def _check_static_ip(request, network):
+    """Whether a static address fits its network: inside the subnet, with
+    the network's own prefix length if one was written, not its gateway,
+    network or broadcast address, and not excluded."""
+    field = request.where + ".ip_address"
+    subnet = network.subnet if request.ip.version == 4 else network.subnet6
+    if subnet is None or request.ip not in subnet:
+        raise ValidationError("%s: %s is outside network %s (%s)" % (field, request.ip, network.name, subnet))
+    addressing.require_prefix(getattr(request, "prefix", None), subnet, field, "%s/%s" % (
+        request.ip, getattr(request, "prefix", None)))
+    if request.ip in (network.gateway, network.gateway6):
+        raise ValidationError("%s: %s is network %s's gateway" % (field, request.ip, network.name))
+    if request.ip.version != 4:
+        return
+    if request.ip == subnet.network:
+        raise ValidationError("%s: %s is network %s's network address" % (field, request.ip, network.name))
+    if request.ip == subnet.broadcast:
+        raise ValidationError("%s: %s is network %s's broadcast address" % (field, request.ip, network.name))
+    if request.ip not in addressing.ip_set(subnet, network.exclude_ips):
+        raise ValidationError("%s: %s is in network %s's exclude_ips (%s)" % (
+            field, request.ip, network.name, " ".join(network.exclude_ips)))
+
+
+def pool_size(network):
+    """How many IPv4 addresses OVN may hand out on ``network``: its host
+    addresses, less the excluded ones and the gateway."""
+    hosts = addressing.ip_set(network.subnet, network.exclude_ips)
+    return hosts.size - (1 if network.gateway in hosts else 0)
+
+
+def _held(view, switch):
+    """How many addresses of the pool the ports of ``switch`` hold (the
+    router port holds the gateway, which is not in the pool)."""
+    held = 0
+    for row in (switch.ports if switch is not None else []):
+        if row.type == "router":
+            continue
+        _mac, ips = _addresses(row)
+        held += 1 if any(ip.version == 4 for ip in ips) or "dynamic" in row.addresses else 0
+    return held
+
+
+def free_addresses(view, network, switch):
+    """How many addresses are free on ``network``; cheap while the switch
+    has fewer ports than the pool has addresses."""
+    size = pool_size(network)
+    if switch is None or len(switch.ports) < size:
+        return size
+    return size - _held(view, switch)
+
+
+def pool_usage(view, network, switch):
+    """``"a /28 of 11 addresses, 11 held"``: for the exhaustion Event."""
+    return "%s holds %d addresses, %d held" % (network.subnet, pool_size(network), _held(view, switch))
 
 
 def plan_stale(view, pod, requests):
@@ -268,6 +347,42 @@ def plan_stale(view, pod, requests):
         resource = LogicalSwitchPort()
         batch.add(plan(resource, validate_config(resource, keys, "deleted"), "deleted", view))
     return batch
+
+
+def plan_release(view, namespace, name, keep=None, addresses=None):
+    """Delete the ports of pods named ``namespace/name`` except those of
+    UID ``keep``: of a pod that is gone (``keep`` None), or of an earlier
+    pod of the same name. ``addresses``, an :class:`AddressIndex`, finds
+    them without a scan."""
+    if addresses is not None:
+        rows = addresses.ports_of(view, namespace, name)
+    else:
+        rows = [row for row in view.rows("Logical_Switch_Port") if is_pod_port(row)
+                and row.external_ids.get(K_NAMESPACE) == namespace and row.external_ids.get(K_POD) == name]
+    keys = [{"name": n} for n in sorted(r.name for r in rows if r.external_ids.get(K_UID) != keep)]
+    batch = Batch()
+    if keys:
+        resource = LogicalSwitchPort()
+        batch.add(plan(resource, validate_config(resource, keys, "deleted"), "deleted", view))
+    return batch
+
+
+def starved(view, pod, requests):
+    """Why ``pod`` cannot be served now, or None: a port of it waits on
+    OVN for a dynamic address that northd found no room for (it assigned
+    a MAC and no IP, as when two pods raced for the last address)."""
+    mine = _own_ports(view, pod, requests)
+    for request in requests:
+        row = mine.get(request.interface)
+        if row is None or request.ip is not None or not row.dynamic_addresses:
+            continue
+        _mac, ips = _addresses(row)
+        if not any(ip.version == 4 for ip in ips):
+            network = vn.read_network(view, request.network)
+            switch = view.lookup("Logical_Switch", request.network)
+            return "%s.name: network %s has no free address (%s)" % (
+                request.where, request.network, pool_usage(view, network, switch) if network else "gone")
+    return None
 
 
 def plan_delete(view, uid):

@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import hashlib
 import random
+import re
 
 from .errors import ValidationError
 
@@ -75,6 +76,31 @@ def parse_ip(value, field, version=None):
     if version and ip.version != version:
         raise ValidationError("%s: %r is not an IPv%d address" % (field, value, version))
     return ip
+
+
+def parse_ip_prefix(value, field, version=None):
+    """``IP`` or ``IP/len`` as ``(IPAddress, len or None)``: the form
+    OVN4NFV's definitions and pods wrote. The length must be a plain
+    integer in range; whether it is the right one is the caller's to say
+    (it must equal the network's)."""
+    text = str(value)
+    address, slash, length = text.partition("/")
+    ip = parse_ip(address, field, version)
+    if not slash:
+        return ip, None
+    longest = 32 if ip.version == 4 else 128
+    if not re.match(r"[0-9]{1,3}\Z", length) or int(length) > longest:
+        raise ValidationError("%s: %r has a prefix length %r that is not a number from 0 to %d" % (
+            field, value, length, longest))
+    return ip, int(length)
+
+
+def require_prefix(length, subnet, field, value):
+    """Refuse a prefix length written beside an address unless it is the
+    network's own."""
+    if length is not None and length != subnet.prefixlen:
+        raise ValidationError("%s: %r says /%d, but the network %s is a /%d" % (
+            field, value, length, subnet, subnet.prefixlen))
 
 
 def parse_ip_interface(value, field):

@@ -23,10 +23,13 @@ class ValidationError(Ovn4nfvError):
     database being untouched when it sees this error.
     """
 
-    def __init__(self, problems):
+    def __init__(self, problems, reason=None):
         if isinstance(problems, str):
             problems = [problems]
         self.problems = list(problems)
+        # what kind of bad input, for whoever reports it (a daemon's Event
+        # reason); None: the reporter's general one
+        self.reason = reason
         super(ValidationError, self).__init__("; ".join(self.problems))
 
 

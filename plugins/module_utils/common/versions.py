@@ -24,6 +24,7 @@ FLOORS = {
     "netaddr": "0.8.0",
     "pyroute2": "0.7.2",
     "kubernetes": "22.6.0",
+    "jsonschema": "4.10.3",
 }
 
 

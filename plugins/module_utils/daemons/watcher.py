@@ -4,13 +4,23 @@
 """The watcher: pod annotations become OVN ports and an interface list.
 
 Run as ``python -m <package>.daemons.watcher --config FILE``. It lists every pod,
-then watches for changes from that resourceVersion. For each pod that asks
-for networks it checks the request (:mod:`.annotations`), creates the
-pod's logical switch ports (:mod:`.pod_ports`), waits on the NB's update
-stream for OVN's dynamic addresses, and writes ``ovnIfaceList`` and
-``k8s.plugin.opnfv.org/ovnInterfaces`` back with a merge patch. Bad input
-creates nothing and is reported as a Kubernetes Event on the pod, and in
-the log. When a pod goes, exactly its ports go (matched on its UID).
+then watches for changes from that resourceVersion, keeping the newest
+object of each pod in a cache and its key (``namespace/name``) in a work
+queue with client-go's semantics (:mod:`..common.workqueue`): one entry per
+key, one worker per key at a time, per-key exponential backoff, and a
+retry that reads the pod anew from the cache. A deleted pod's UID is
+tombstoned, so nothing creates its ports again.
+
+For each key a worker makes OVN hold exactly the ports the cached pod asks
+for: it removes the ports of any other pod of that name (gone, or an
+earlier one), checks the request (:mod:`..cluster.annotations`, against
+:mod:`..cluster.request_schema`), creates the ports (:mod:`..cluster.pod_ports`)
+and, once OVN has assigned the dynamic addresses, writes ``ovnIfaceList``
+and ``k8s.plugin.opnfv.org/ovnInterfaces`` with a merge patch. Waiting for
+OVN holds no worker: the NB's update stream queues the key again. A full
+network is an ``AddressPoolExhausted`` Event, with no port made, and the
+pod is served when an address frees. Bad input creates nothing and is an
+Event whose reason says what was wrong, with the same line in the log.
 
 It re-lists (resync) at start, whenever the watch has expired (410 Gone),
 and every ``resync_seconds``: every pod that should have ports gets them,
@@ -24,25 +34,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
 import json
 import logging
-import queue
 import threading
 import time
 
 from ..cluster import annotations, networks as vn, pod_ports
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.workqueue import WorkQueue
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
-from . import settings as daemon
+from . import kube, settings as daemon
 
 try:
     from kubernetes import client as k8s_client
     from kubernetes import watch as k8s_watch
-    from kubernetes.client.exceptions import ApiTypeError
     from kubernetes.client.rest import ApiException
     HAS_KUBERNETES = True
 except ImportError:  # pragma: no cover - the daemon needs it; modules do not
@@ -52,13 +60,11 @@ except ImportError:  # pragma: no cover - the daemon needs it; modules do not
         """Stands for the client's exception where the client is missing."""
         status = None
 
-    class ApiTypeError(TypeError):
-        """Stands for the client's exception where the client is missing."""
-
 LOG = logging.getLogger("ovn4nfv.watcher")
-EVENT_REASON = "InvalidNetworkRequest"
+# Event reasons, besides pod_ports' (InvalidNetworkRequest, UnknownNetwork,
+# AddressConflict, AddressPoolExhausted)
+IGNORED = "IgnoredAnnotation"
 COMPONENT = "ovn4nfv-watcher"
-MERGE_PATCH = "application/merge-patch+json"
 
 
 class Config(daemon.Settings):
@@ -67,7 +73,7 @@ class Config(daemon.Settings):
 
     NAME = "watcher"
     ENV_PREFIX = "OVN4NFV_WATCHER_"
-    LIBRARIES = ("ovsdbapp", "netaddr", "kubernetes")
+    LIBRARIES = ("ovsdbapp", "netaddr", "kubernetes", "jsonschema")
     DEFAULTS = {
         "kubeconfig": None,            # None: in-cluster credentials
         "nb_db": ovsdb.DEFAULT_NB_DB,
@@ -78,7 +84,7 @@ class Config(daemon.Settings):
         "workers": 16,                 # mostly waiting on OVN; more of them batch northd's work
         "resync_seconds": 300,
         "watch_seconds": 10,           # how long one watch request lasts
-        "address_seconds": 30,         # how long to wait for OVN's dynamic addresses
+        "address_seconds": 30,         # how often to look again for an address OVN has not assigned
         "ovsdb_timeout": 10,
         "max_backoff_seconds": 30,
     }
@@ -105,8 +111,21 @@ class Backoff:
         self.delay = 0.0
 
 
+def pod_key(pod):
+    """A pod's key in the queue and the cache: ``namespace/name``."""
+    return "%s/%s" % (pod.metadata.namespace, pod.metadata.name)
+
+
 class Watcher:
-    """The daemon. :meth:`run` blocks until :meth:`stop`."""
+    """The daemon. :meth:`run` blocks until :meth:`stop`.
+
+    Events and lists update :attr:`cache` (the newest object of each pod,
+    by key) and queue the key; workers take keys from one
+    :class:`~..common.workqueue.WorkQueue` and make OVN match what the cache
+    says of that key at that moment. A deleted pod's UID is remembered
+    (a tombstone) so that no stale word of it, from a retry, an old list
+    or a late event, creates its ports again.
+    """
 
     def __init__(self, config, api_client=None):
         if not HAS_KUBERNETES:
@@ -116,19 +135,23 @@ class Watcher:
         if api_client is None:
             api_client = daemon.kubernetes_api_client(config.kubeconfig)
         self.core = k8s_client.CoreV1Api(api_client)
-        self._content_type_kwarg = None     # known after the first patch
+        self.writer = kube.PodWriter(self.core, COMPONENT)
         self.custom = k8s_client.CustomObjectsApi(api_client)
         self.nb = None
         self.addresses = None
-        self.queues = [queue.Queue() for _i in range(config.workers)]
-        self.latest = {}            # uid -> (pod, deleted): the newest word on each pod
+        self.queue = WorkQueue(base_delay=0.2, max_delay=config.max_backoff_seconds, name="pods")
         self.lock = threading.Lock()
-        self.rejected = {}          # uid -> annotations already reported as bad
+        self.cache = {}             # key -> the newest pod object seen
+        self.tombstones = {}        # uid -> when its pod was seen deleted (monotonic)
+        self.reported = {}          # key -> (uid, reason, message) last posted as an Event
+        self.exhausted = set()      # keys waiting for an address to free
+        self.pending = {}           # key -> since when it waits for OVN's dynamic address
         self._watch = None
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
         self.stopping.set()
+        self.queue.shutdown()
         watch = self._watch
         if watch is not None:
             watch.stop()
@@ -147,6 +170,7 @@ class Watcher:
                 self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, TABLES,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_ports.AddressIndex().attach(self.nb)
+                self.nb.add_listener(self._nb_changed)
                 return True
             except Ovn4nfvError as exc:
                 LOG.warning("northbound database: %s", exc)
@@ -156,17 +180,16 @@ class Watcher:
     def run(self):
         if not self.connect_nb():
             return
-        workers = [threading.Thread(target=self._work, args=(q,), name="worker-%d" % i, daemon=True)
-                   for i, q in enumerate(self.queues)]
+        workers = [threading.Thread(target=self._work, name="worker-%d" % i, daemon=True)
+                   for i in range(self.config.workers)]
         for worker in workers:
             worker.start()
         try:
             self._watch_loop()
         finally:
-            for q in self.queues:
-                q.put(None)
+            self.queue.shutdown()
             for worker in workers:
-                worker.join(self.config.address_seconds + self.config.ovsdb_timeout)
+                worker.join(self.config.ovsdb_timeout * 2)
             self.nb.close()
             LOG.info("stopped")
 
@@ -184,7 +207,7 @@ class Watcher:
                                                 timeout_seconds=self.config.watch_seconds):
                     pod = event["object"]
                     version = pod.metadata.resource_version
-                    self.enqueue(pod, event["type"] == "DELETED")
+                    self.observe(pod, event["type"] == "DELETED")
                     if self.stopping.is_set():
                         break
                 backoff.reset()
@@ -206,67 +229,102 @@ class Watcher:
         LOG.warning("%s; retrying in %.1fs", why, delay)
         self.stopping.wait(delay)
 
-    # -- the queue: per pod, in order, on one worker -----------------------
-    def enqueue(self, pod, deleted=False):
-        uid = pod.metadata.uid
+    # -- the cache and the queue ---------------------------------------------
+    def observe(self, pod, deleted=False):
+        """Take the newest word on a pod into the cache, and queue its key."""
+        key, uid = pod_key(pod), pod.metadata.uid
         with self.lock:
-            fresh = uid not in self.latest
-            self.latest[uid] = (pod, deleted)
-        if fresh:
-            self.queues[hash(uid) % len(self.queues)].put(uid)
+            if deleted:
+                self.tombstones[uid] = time.monotonic()
+                current = self.cache.get(key)
+                if current is not None and current.metadata.uid == uid:
+                    del self.cache[key]
+            elif uid in self.tombstones:
+                return          # a stale word on a pod that is gone
+            else:
+                self.cache[key] = pod
+        self.queue.add(key)
 
-    def _work(self, jobs):
+    def _nb_changed(self, event, row):
+        """In the IDL's thread: wake the keys that wait on the NB. A pod
+        port's dynamic address arrived; or a pod port went, so an address
+        may have freed for the keys waiting on a full network."""
+        if row._table.name != "Logical_Switch_Port" or not pod_ports.is_pod_port(row):
+            return
+        if event == "delete":
+            for key in list(self.exhausted):
+                self.queue.add(key)
+            return
+        ids = row.external_ids
+        key = "%s/%s" % (ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD))
+        if key in self.pending and row.dynamic_addresses:
+            self.queue.add(key)
+
+    def _work(self):
         while True:
-            uid = jobs.get()
-            if uid is None:
+            key = self.queue.get()
+            if key is None:
                 return
-            with self.lock:
-                pod, deleted = self.latest.pop(uid, (None, False))
-            if pod is None or self.stopping.is_set():
-                continue        # on the way out: the next start resyncs
             try:
-                self.handle(pod, deleted)
+                self.handle(key)
+                self.queue.forget(key)
             except Ovn4nfvError as exc:
-                LOG.warning("pod %s/%s: %s; retrying", pod.metadata.namespace, pod.metadata.name, exc)
-                self._requeue(pod, deleted)
+                LOG.warning("pod %s: %s; retrying", key, exc)
+                self.queue.add_rate_limited(key)
             except ApiException as exc:
-                LOG.warning("pod %s/%s: the API server answered %s; retrying",
-                            pod.metadata.namespace, pod.metadata.name, exc.status)
-                self._requeue(pod, deleted)
+                LOG.warning("pod %s: the API server answered %s; retrying", key, exc.status)
+                self.queue.add_rate_limited(key)
             except Exception:  # noqa: a bug must not kill the worker; it is logged whole
-                LOG.exception("pod %s/%s", pod.metadata.namespace, pod.metadata.name)
-                self._requeue(pod, deleted)
-
-    def _requeue(self, pod, deleted):
-        if not self.stopping.is_set():
-            timer = threading.Timer(1.0, self.enqueue, args=(pod, deleted))
-            timer.daemon = True
-            timer.start()
+                LOG.exception("pod %s", key)
+                self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
 
     # -- one pod -----------------------------------------------------------
-    def handle(self, pod, deleted):
-        meta = pod.metadata
-        uid = meta.uid
-        if deleted or meta.deletion_timestamp:
-            self.rejected.pop(uid, None)
-            self._execute(lambda view: pod_ports.plan_delete(view, uid))
+    def _live(self, key):
+        """The pod of ``key`` that should have ports now, or None."""
+        with self.lock:
+            pod = self.cache.get(key)
+            if pod is None:
+                return None
+            if pod.metadata.deletion_timestamp:
+                self.tombstones[pod.metadata.uid] = time.monotonic()
+                return None
+            return pod
+
+    def handle(self, key):
+        """Make OVN hold exactly the ports the cache's pod of ``key`` asks
+        for: none if it is gone, and never another UID's."""
+        pod = self._live(key)
+        namespace, name = key.split("/", 1)
+        uid = pod.metadata.uid if pod is not None else None
+        self._execute(lambda view: pod_ports.plan_release(view, namespace, name, uid, self.addresses))
+        if pod is None:
+            self._forget(key)
             return
+        meta = pod.metadata
         found = dict(meta.annotations or {})
         try:
             _source, requests = annotations.parse_requests(found, self.config.default_network)
             selections = annotations.parse_multus(found, meta.namespace)
             if selections:
                 requests = annotations.check_interfaces(
-                    requests + self._attachments(found, selections), "pod %s/%s" % (meta.namespace, meta.name))
+                    requests + self._attachments(found, selections), "pod %s" % key)
         except ValidationError as exc:
-            self.reject(pod, found, exc)
+            self.report(pod, exc.reason or pod_ports.INVALID, str(exc))
             return
+        unused = annotations.unused_forms(found)
+        if unused:
+            self.report(pod, IGNORED, "%s present but not used: %s takes precedence (%s)" % (
+                ", ".join(unused), next((f for f in annotations.FORMS if f in found), "nothing"),
+                " > ".join(annotations.FORMS)))
         if not requests:
             return
-        owner = pod_ports.Pod(meta.namespace, meta.name, uid)
+        self._serve(key, pod, found, requests)
 
-        def outputs(idl):
-            return pod_ports.pod_annotations(View(idl), owner, requests)
+    def _serve(self, key, pod, found, requests):
+        meta = pod.metadata
+        owner = pod_ports.Pod(meta.namespace, meta.name, meta.uid)
 
         def done(idl):
             view = View(idl)
@@ -277,22 +335,53 @@ class Watcher:
 
         patch = self.nb.read(done)
         if patch and all(found.get(k) == v for k, v in patch.items()):
+            self._served(key)
             return      # already done, as the MODIFIED event of our own patch shows
         try:
-            self._execute(lambda view: pod_ports.plan_stale(view, owner, requests))
             self._execute(lambda view: pod_ports.plan_pod(view, owner, requests, self.addresses))
         except ValidationError as exc:
-            self.reject(pod, found, exc)
+            if exc.reason == pod_ports.EXHAUSTED:
+                self.exhausted.add(key)
+            self.report(pod, exc.reason or pod_ports.INVALID, str(exc))
             return
-        patch = self.nb.wait_for(outputs, self.config.address_seconds)
-        if not patch:
-            raise Ovn4nfvError("OVN assigned no address within %ds" % self.config.address_seconds)
+        self.exhausted.discard(key)
+        patch = self.nb.read(lambda idl: pod_ports.pod_annotations(View(idl), owner, requests))
+        if patch is None:
+            self._await_address(key, pod, owner, requests)
+            return
         if any(found.get(k) != v for k, v in patch.items()):
-            self._patch(meta, {"metadata": {"annotations": patch}})
-        self.rejected.pop(uid, None)
-        LOG.info("pod %s/%s: %s", meta.namespace, meta.name, ", ".join(
+            self.writer.patch(meta, {"metadata": {"annotations": patch}})
+        self._served(key)
+        LOG.info("pod %s: %s", key, ", ".join(
             "%s=%s" % (e["interface"], e["ip_address"])
             for e in annotations.parse_iface_list(patch[annotations.IFACE_LIST])) or "addresses for other CNIs")
+
+    def _await_address(self, key, pod, owner, requests):
+        """OVN has not assigned a dynamic address yet: come back when the
+        NB says it did (or, at the latest, after ``address_seconds``),
+        without holding a worker. If northd found the pool empty (another
+        pod took the last address first), give the ports back and wait
+        for an address to free."""
+        starved = self.nb.read(lambda idl: pod_ports.starved(View(idl), owner, requests))
+        if starved:
+            self._execute(lambda view: pod_ports.plan_delete(view, owner.uid))
+            self.exhausted.add(key)
+            self.report(pod, pod_ports.EXHAUSTED, starved)
+            return
+        since = self.pending.setdefault(key, time.monotonic())
+        if time.monotonic() - since >= self.config.address_seconds:
+            LOG.warning("pod %s: OVN assigned no address within %ds; is ovn-northd running?",
+                        key, self.config.address_seconds)
+        self.queue.add_after(key, self.config.address_seconds)
+
+    def _served(self, key):
+        self.pending.pop(key, None)
+        self.exhausted.discard(key)
+        self.reported.pop(key, None)
+
+    def _forget(self, key):
+        self._served(key)
+        self.queue.forget(key)
 
     def _attachments(self, found, selections):
         """Requests for the Multus attachments that are the product's: a
@@ -348,67 +437,44 @@ class Watcher:
     def _execute(self, compute):
         return execute(self.nb, compute, write=True)
 
-    def reject(self, pod, found, exc):
-        """Report bad input once per version of the annotations: a log line
-        and a Warning Event on the pod, each naming the field."""
-        meta = pod.metadata
-        message = str(exc)
-        LOG.warning("pod %s/%s: %s", meta.namespace, meta.name, message)
-        if self.rejected.get(meta.uid) == found:
-            return
-        now = datetime.datetime.now(datetime.timezone.utc)
-        self.core.create_namespaced_event(meta.namespace, k8s_client.CoreV1Event(
-            metadata=k8s_client.V1ObjectMeta(generate_name=meta.name + ".", namespace=meta.namespace),
-            involved_object=k8s_client.V1ObjectReference(
-                kind="Pod", api_version="v1", name=meta.name, namespace=meta.namespace, uid=meta.uid),
-            reason=EVENT_REASON, message=message[:1024], type="Warning", count=1,
-            first_timestamp=now, last_timestamp=now,
-            source=k8s_client.V1EventSource(component=COMPONENT)))
-        self.rejected[meta.uid] = found
-
-    def _patch(self, meta, body):
-        """A JSON merge patch of the pod. Clients before 24.2 (such as
-        Debian 12's 22.6) take no ``_content_type`` and send a dict as a
-        strategic merge patch, which for annotations is the same thing."""
-        if self._content_type_kwarg is None:
-            try:
-                self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH)
-                self._content_type_kwarg = True
-                return
-            except ApiTypeError:
-                self._content_type_kwarg = False
-        if self._content_type_kwarg:
-            self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH)
-        else:
-            self.core.patch_namespaced_pod(meta.name, meta.namespace, body)
+    def report(self, pod, reason, message, kind="Warning"):
+        """Report a pod's problem once per pod, reason and message: a log
+        line and an Event of that reason on the pod, saying the same."""
+        key = pod_key(pod)
+        LOG.warning("pod %s: %s: %s", key, reason, message)
+        if self.reported.get(key) != (pod.metadata.uid, reason, message):
+            self.writer.event(pod, reason, message, kind)
+            self.reported[key] = (pod.metadata.uid, reason, message)
 
     # -- resync --------------------------------------------------------------
     def resync(self):
-        """List every pod, queue each, and remove the ports of pods that are
-        gone. Returns the list's resourceVersion to watch from."""
+        """List every pod; the list replaces the cache, and every pod the
+        cache held that the list lacks was deleted meanwhile (tombstoned).
+        Queue every key, and the keys of ports whose pod is gone. Returns
+        the list's resourceVersion to watch from."""
         pods = self.core.list_pod_for_all_namespaces()
-        live = set()
-        for pod in pods.items:
-            live.add(pod.metadata.uid)
-            self.enqueue(pod)
+        now = time.monotonic()
+        with self.lock:
+            fresh = {}
+            for pod in pods.items:
+                if pod.metadata.uid not in self.tombstones:
+                    fresh[pod_key(pod)] = pod
+            live = set(pod.metadata.uid for pod in fresh.values())
+            for pod in self.cache.values():
+                if pod.metadata.uid not in live:
+                    self.tombstones[pod.metadata.uid] = now
+            keys = set(self.cache) | set(fresh)
+            self.cache = fresh
+            horizon = now - max(600, 2 * self.config.resync_seconds)
+            self.tombstones = dict((u, t) for u, t in self.tombstones.items() if t > horizon)
         owned = self.nb.read(lambda idl: pod_ports.owned_pods(View(idl)))
-        for uid, owner in sorted(owned.items()):
-            if uid in live or self._still_there(owner):
-                continue
-            LOG.info("pod %s (uid %s) is gone; removing its ports", owner, uid)
-            self._execute(lambda view, u=uid: pod_ports.plan_delete(view, u))
+        gone = [owner for uid, owner in owned.items() if uid not in live]
+        for owner in gone:
+            LOG.info("pod %s (uid %s) is gone; removing its ports", owner, owner.uid)
+        for key in sorted(keys | set(str(owner) for owner in gone)):
+            self.queue.add(key)
         LOG.info("resync: %d pods, %d with ports", len(live), len(owned))
         return pods.metadata.resource_version
-
-    def _still_there(self, owner):
-        """A pod created after the list must keep its ports: ask for it."""
-        try:
-            pod = self.core.read_namespaced_pod(owner.name, owner.namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return pod.metadata.uid == owner.uid
 
 
 def main(argv=None):

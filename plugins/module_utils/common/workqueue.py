@@ -1,0 +1,156 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A work queue of keys, with the semantics of client-go's workqueue.
+
+* A key is queued once however often it is added (*dirty*); a key being
+  worked on (*processing*) is never handed to a second worker: added
+  meanwhile, it is queued again when the first worker calls :meth:`done`.
+  So each key is handled by one worker at a time, and always with the
+  newest state, which the worker reads from its own cache by the key:
+  the queue never holds a copy of an object.
+* :meth:`add_after` queues a key later; of several delays for one key the
+  earliest wins. :meth:`add_rate_limited` is ``add_after`` with a per-key
+  exponential backoff (``base * 2**failures``, capped), which
+  :meth:`forget` resets after a success.
+* :meth:`shutdown` wakes every worker: :meth:`get` then returns None.
+
+Only the standard library; one timer thread serves every delayed key.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import heapq
+import threading
+import time
+
+
+class WorkQueue:
+    """Keys to work on. Thread-safe."""
+
+    def __init__(self, base_delay=0.1, max_delay=30.0, name="workqueue"):
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._lock = threading.Condition()
+        self._queue = []            # keys in order (a list: bounded by the number of keys)
+        self._head = 0
+        self._dirty = set()
+        self._processing = set()
+        self._failures = {}
+        self._waiting = []          # heap of (ready_at, sequence, key)
+        self._ready_at = {}         # key -> the earliest time it is waited for
+        self._sequence = 0
+        self._shutting_down = False
+        self._timer = threading.Thread(target=self._delayed, name=name + "-timer", daemon=True)
+        self._timer.start()
+
+    # -- adding ------------------------------------------------------------
+    def add(self, key):
+        """Queue ``key`` unless it is queued already."""
+        with self._lock:
+            self._add_locked(key)
+
+    def _add_locked(self, key):
+        if self._shutting_down or key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key in self._processing:
+            return
+        self._queue.append(key)
+        self._lock.notify_all()
+
+    def add_after(self, key, delay):
+        """Queue ``key`` once ``delay`` seconds have passed."""
+        if delay <= 0:
+            self.add(key)
+            return
+        with self._lock:
+            if self._shutting_down:
+                return
+            ready_at = time.monotonic() + delay
+            if self._ready_at.get(key, ready_at + 1) <= ready_at:
+                return
+            self._ready_at[key] = ready_at
+            self._sequence += 1
+            heapq.heappush(self._waiting, (ready_at, self._sequence, key))
+            self._lock.notify_all()
+
+    def add_rate_limited(self, key):
+        """Queue ``key`` after its backoff; each call doubles the next one."""
+        self.add_after(key, self.when(key))
+
+    def when(self, key):
+        """The delay the next :meth:`add_rate_limited` of ``key`` waits."""
+        with self._lock:
+            failures = self._failures.get(key, 0)
+            self._failures[key] = failures + 1
+        return min(self.max_delay, self.base_delay * (2 ** min(failures, 32)))
+
+    def forget(self, key):
+        """Reset ``key``'s backoff (after a success, or when it is gone)."""
+        with self._lock:
+            self._failures.pop(key, None)
+
+    def requeues(self, key):
+        with self._lock:
+            return self._failures.get(key, 0)
+
+    # -- working -----------------------------------------------------------
+    def get(self, timeout=None):
+        """The next key, now the caller's until :meth:`done`; None after
+        :meth:`shutdown` (or when ``timeout`` passed with nothing queued)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._head >= len(self._queue) and not self._shutting_down:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._lock.wait(remaining)
+            if self._shutting_down:
+                return None
+            key = self._queue[self._head]
+            self._head += 1
+            if self._head > 1024 and self._head * 2 > len(self._queue):
+                del self._queue[:self._head]
+                self._head = 0
+            self._processing.add(key)
+            self._dirty.discard(key)
+            return key
+
+    def done(self, key):
+        """The caller has finished with ``key``; if it was added meanwhile,
+        it is queued again now."""
+        with self._lock:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._queue.append(key)
+                self._lock.notify_all()
+
+    def __len__(self):
+        with self._lock:
+            return len(self._queue) - self._head
+
+    def pending(self):
+        """How many keys are queued, worked on or waiting for a delay."""
+        with self._lock:
+            return len(self._dirty | self._processing | set(self._ready_at))
+
+    def shutdown(self):
+        with self._lock:
+            self._shutting_down = True
+            self._lock.notify_all()
+        self._timer.join(5)
+
+    # -- the timer ---------------------------------------------------------
+    def _delayed(self):
+        with self._lock:
+            while not self._shutting_down:
+                now = time.monotonic()
+                while self._waiting and self._waiting[0][0] <= now:
+                    ready_at, _sequence, key = heapq.heappop(self._waiting)
+                    if self._ready_at.get(key) == ready_at:
+                        del self._ready_at[key]
+                        self._add_locked(key)
+                self._lock.wait(self._waiting[0][0] - now if self._waiting else None)
