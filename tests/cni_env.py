@@ -51,7 +51,7 @@ class Env:
         with open(self.config_path, "w") as handle:
             json.dump({"socket": self.socket, "ovs_db": box.ovs_db,
                        "kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
-                       "node_netns": "/var/run/netns/" + self.node.ns,
+                       "node_netns": "/var/run/netns/" + self.node.ns, "node_name": "node1",
                        "annotation_seconds": 3, "install_seconds": 20}, handle)
         self.log = open(os.path.join(tmp, "agent.log"), "w+")
         self.plugin = install_plugin(tmp, collections)
@@ -78,6 +78,16 @@ class Env:
             except subprocess.TimeoutExpired:
                 self.agent.kill()
                 self.agent.wait(10)
+
+    def wait_log(self, text, timeout):
+        """Whether ``text`` appears in the agent's log within ``timeout``
+        seconds (the log is the agent's own record of what it finished)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log_text():
+                return True
+            time.sleep(0.1)
+        return False
 
     def log_text(self):
         self.log.flush()

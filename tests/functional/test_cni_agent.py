@@ -12,6 +12,7 @@ from cni_env import Env
 from cni_runtime import call
 from dataplane import ip, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
 
 
@@ -84,6 +85,30 @@ def test_del_twice_after_restart_and_without_netns_leaves_nothing(env):
                          "Port_Binding", lsp, "chassis=[]")
 
 
+def test_restarted_agent_sweeps_ports_no_pod_needs(env):
+    """A CNI DEL that never came (the pod went while the agent was down)
+    and a reboot's leftovers (the pod's namespace and veth gone, the OVS
+    port still in the database): the agent removes both ports when it
+    starts, and leaves a live pod's alone."""
+    pods = {}
+    for name in ("sw-gone", "sw-rebooted", "sw-live"):
+        netns = env.pod(name, {"name": "net1", "interface": "net0"})
+        code, result, _err = env.cni("ADD", name, netns, "ctr-" + name)
+        assert code == 0, result
+        pods[name] = (netns, [i["name"] for i in result["interfaces"] if not i.get("sandbox")][0])
+    env.stop_agent()
+    env.api.delete_pod("default", "sw-gone")
+    ip("ip", "netns", "delete", os.path.basename(pods["sw-rebooted"][0]))   # its veth goes with it
+    env.start_agent()
+    box = env.node.box
+    stale = sorted([pods["sw-gone"][1], pods["sw-rebooted"][1]])
+    assert env.wait_log("sweep: removed 2 stale ports", 30), env.log_text()
+    ports = box.run("ovs-vsctl", "--db=" + box.ovs_db, "list-ports", "br-int").split()
+    assert pods["sw-live"][1] in ports and not set(stale) & set(ports)
+    assert pods["sw-live"][1] in env.node_links() and not set(stale) & set(env.node_links())
+    assert ", ".join(stale) in env.log_text()
+
+
 def test_missing_interface_list_times_out_and_leaves_nothing(env):
     env.api.create_pod("default", "pf", {})
     netns = "o4n-%s-pf" % env.node.tag
@@ -139,7 +164,6 @@ def test_ipam_plugin_with_debians_macvlan(env):
     assert len(reservations) == 2, "each address is recorded in OVN"
     # m1 goes: the watcher removes its reservation (the same core call), and
     # its address goes to the next pod
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
     uid = env.api.pod("default", "m1")["metadata"]["uid"]
     with ovsdb.Database(env.node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
@@ -157,7 +181,6 @@ def test_ovs_bridge_attachment_with_vlans(env):
     """The ovs-cni design: access ports on a plain OVS bridge. Two pods on
     VLAN 100 reach each other; a pod on VLAN 200 reaches neither."""
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     with ovsdb.Database(env.node.box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Bridge.tables) as db:
         reconcile(ovs_resources.Bridge(), [{"name": "o4nvlan", "datapath_type": "netdev"}], "merged", db)
     pods = {}

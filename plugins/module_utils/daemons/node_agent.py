@@ -14,7 +14,9 @@ the MTU and the routes in the pod, the default route only where flagged,
 partial checksums), and the node side on ``br-int`` with
 ``external_ids:iface-id`` set to the logical port. It then waits on the OVS
 update stream until ``ovn-controller`` marks the port ``ovn-installed``. A
-failed ADD removes what it made; DEL is idempotent.
+failed ADD removes what it made; DEL is idempotent. At start and every
+``sweep_seconds`` it removes the ports of pods that are no longer on the
+node (:meth:`NodeAgent.sweep`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,6 +26,7 @@ __metaclass__ = type
 import json
 import logging
 import os
+import socket
 import socketserver
 import subprocess
 import threading
@@ -65,7 +68,11 @@ class AgentConfig(daemon.Settings):
     DEFAULTS = {"socket": cni.DEFAULT_SOCKET, "ovs_db": ovsdb.DEFAULT_OVS_DB, "kubeconfig": None,
                 "bridge": "br-int", "annotation_seconds": 60, "install_seconds": 30, "ovsdb_timeout": 10,
                 # where br-int and the node sides of the veths live; None: the agent's own
-                "node_netns": None}
+                "node_netns": None,
+                # this node's name in Kubernetes (spec.nodeName); None: the host name
+                "node_name": None,
+                # how often stale ports are looked for (and at start)
+                "sweep_seconds": 60}
 
 
 class NodeAgent:
@@ -81,6 +88,45 @@ class NodeAgent:
         self.ovs = ovsdb.Database(config.ovs_db, ovsdb.OVS_SCHEMA, OVS_TABLES,
                                   timeout=config.ovsdb_timeout, field="ovs_db")
         self.server = None
+        self.node_name = config.node_name or socket.gethostname()
+        self.stopping = threading.Event()
+
+    # -- stale ports -----------------------------------------------------------
+    def sweep(self):
+        """Remove the product's ports on this node that no pod needs any
+        more, and their veths: after a reboot (the devices are gone, the
+        OVS database is not), an agent crash, or a CNI DEL that never came
+        (the pod is gone from the API). Only ports the product made (an
+        ``ovn4nfv-container-id`` mark) are looked at. Without the API only
+        the ports whose device is gone are removed. Returns their names."""
+        def owned(idl):
+            return [(iface.name, iface.external_ids.get(K_POD_UID)) for iface in idl.tables["Interface"].rows.values()
+                    if iface.external_ids.get(K_CONTAINER)]
+        ports = self.ovs.read(owned)
+        if not ports:
+            return []
+        live = None
+        try:
+            pods = self.core.list_pod_for_all_namespaces(field_selector="spec.nodeName=%s" % self.node_name)
+            live = set(pod.metadata.uid for pod in pods.items)
+        except Exception as exc:  # noqa: the API may be away; devices are still checked
+            LOG.warning("sweep: no pod list (%s); removing only ports whose device is gone", exc)
+        with self._node() as ipr:
+            present = set(link.get_attr("IFLA_IFNAME") for link in ipr.get_links())
+        stale = sorted(name for name, uid in ports
+                       if name not in present or (live is not None and uid and uid not in live))
+        if stale:
+            self._remove(stale)
+            LOG.info("sweep: removed %d stale ports: %s", len(stale), ", ".join(stale))
+        return stale
+
+    def _sweep_loop(self):
+        while not self.stopping.is_set():
+            try:
+                self.sweep()
+            except Exception:  # noqa: logged whole; the next round tries again
+                LOG.exception("sweep")
+            self.stopping.wait(self.config.sweep_seconds)
 
     # -- the socket ----------------------------------------------------------
     def run(self):
@@ -102,13 +148,18 @@ class NodeAgent:
         self.server = Server(self.config.socket, Handler)
         os.chmod(self.config.socket, 0o600)
         LOG.info("listening on %s", self.config.socket)
+        sweeper = threading.Thread(target=self._sweep_loop, name="sweep", daemon=True)
+        sweeper.start()
         try:
             self.server.serve_forever()
         finally:
+            self.stopping.set()
+            sweeper.join(self.config.ovsdb_timeout * 2)
             self.server.server_close()
             self.ovs.close()
 
     def stop(self, *_args):
+        self.stopping.set()
         if self.server is not None:
             threading.Thread(target=self.server.shutdown, daemon=True).start()
 
