@@ -29,7 +29,7 @@ NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "routes": [{"dst": "10.2
 
 
 class Env:
-    def __init__(self, tmp, collections):
+    def __init__(self, tmp, collections, **agent_settings):
         self.tmp = tmp
         self.collections = collections
         self.node = Node()
@@ -52,7 +52,7 @@ class Env:
             json.dump({"socket": self.socket, "ovs_db": box.ovs_db,
                        "kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
                        "node_netns": "/var/run/netns/" + self.node.ns, "node_name": "node1",
-                       "annotation_seconds": 3, "install_seconds": 20}, handle)
+                       "annotation_seconds": 3, "install_seconds": 20, **agent_settings}, handle)
         self.log = open(os.path.join(tmp, "agent.log"), "w+")
         self.plugin = install_plugin(tmp, collections)
         install_plugin(tmp, collections, name="ovn4nfv-ipam")
@@ -116,11 +116,11 @@ class Env:
         self.node._add_ns(netns)
         return "/var/run/netns/" + netns
 
-    def cni(self, command, name, netns, container_id, plugin=None, ifname="eth0", **config):
+    def cni(self, command, name, netns, container_id, plugin=None, ifname="eth0", namespace="default", **config):
         conf = dict({"cniVersion": "1.0.0", "name": "ovn", "type": "ovn4nfv", "server_socket": self.socket},
                     **config)
         return call(plugin or self.plugin, command, conf, netns=netns, ifname=ifname, container_id=container_id,
-                    args="K8S_POD_NAMESPACE=default;K8S_POD_NAME=%s" % name, node=self.node.ns,
+                    args="K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s" % (namespace, name), node=self.node.ns,
                     extra_env={"CNI_PATH": self.tmp + ":/usr/lib/cni"})
 
     def node_links(self):

@@ -29,14 +29,18 @@ NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.
 class Cluster:
     """NB + northd, the API stand-in, and the watcher process."""
 
-    def __init__(self, tmp, collections, networks=None, workers=2, **settings):
+    def __init__(self, tmp, collections, networks=None, workers=2, api=None, box=None, **settings):
+        """A watcher against ``api`` and ``box``'s NB when given (they stay
+        the caller's to stop), else against its own."""
         self.collections = collections
-        self.box = Sandbox(ovs=False)
-        self.api = None
+        self.owned = (api is None, box is None)
+        self.box = box if box is not None else Sandbox(ovs=False)
+        self.api = api
         self.log = None
         self.proc = None
         try:
-            self.api = KubeAPIStandIn()
+            if self.api is None:
+                self.api = KubeAPIStandIn()
             with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
                 execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
                 execute(db, lambda v: vn.plan_networks(
@@ -44,10 +48,10 @@ class Cluster:
                     "ovn"), write=True)
             self.config = os.path.join(tmp, "watcher.json")
             with open(self.config, "w") as handle:
-                json.dump({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
-                           "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
-                           "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1,
-                           **settings}, handle)
+                json.dump(dict({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "watcher-kubeconfig")),
+                                "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
+                                "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1},
+                               **settings), handle)
             self.log = open(os.path.join(tmp, "watcher.log"), "w+")
             self.start()
         except Exception:
@@ -118,9 +122,10 @@ class Cluster:
         """Stop the watcher, the stand-in and the sandbox (also what a
         constructor that failed half-way had started)."""
         code = self.terminate()
-        if self.api is not None:
+        if self.api is not None and self.owned[0]:
             self.api.stop()
-        self.box.stop()
+        if self.owned[1]:
+            self.box.stop()
         if self.log is not None:
             self.log.close()
         return code
@@ -128,7 +133,7 @@ class Cluster:
 
 class PortLog:
     """Every create and delete of a product pod port, as the NB's update
-    stream tells a client of its own: ``[(event, port name, pod uid)]``.
+    stream tells a client of its own: ``[(event, port name, pod uid, when)]``.
     How a test sees from outside whether a port came back."""
 
     def __init__(self, remote):
@@ -139,14 +144,14 @@ class PortLog:
         self.db.add_listener(self._notify)
 
     def _notify(self, event, row):
-        ids = row.external_ids
+        ids = getattr(row, "external_ids", None) or {}
         if ids.get("ovn4nfv-role") == "pod-port" and event in ("create", "delete"):
             with self.lock:
-                self.events.append((event, row.name, ids.get("ovn4nfv-pod-uid")))
+                self.events.append((event, row.name, ids.get("ovn4nfv-pod-uid"), time.monotonic()))
 
     def of(self, uid):
         with self.lock:
-            return [e for e, _n, u in self.events if u == uid]
+            return [e for e, _n, u, _t in self.events if u == uid]
 
     def wait_for(self, predicate, timeout):
         """Block, woken by the NB's updates, until ``predicate(self)``."""

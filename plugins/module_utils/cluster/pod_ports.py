@@ -59,7 +59,9 @@ class Pod:
 
 
 def is_pod_port(row):
-    ids = row.external_ids
+    # a row the IDL notifies of may lack columns (a delete after a
+    # reconnect): it is then not known to be anyone's
+    ids = getattr(row, "external_ids", None) or {}
     return ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(ROLE) == ROLE_POD
 
 

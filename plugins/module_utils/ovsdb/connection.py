@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import logging
 import os
 import re
 import threading
@@ -50,6 +51,9 @@ DEFAULT_TIMEOUT = 10
 _REMOTE_RE = re.compile(
     r"^(?:unix:(?P<path>/\S+)"
     r"|(?P<proto>tcp|ssl):(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(?P<port>\d{1,5}))$")
+
+
+LOG = logging.getLogger("ovn4nfv.ovsdb")
 
 
 def parse_remote(remote, field="db"):
@@ -199,7 +203,10 @@ if HAS_OVSDBAPP:
         def notify(self, event, row, updates=None):
             super(_Idl, self).notify(event, row, updates)
             for listener in self.listeners:
-                listener(event, row)
+                try:
+                    listener(event, row)
+                except Exception:  # noqa: a listener's fault must not stop the update stream
+                    LOG.exception("a listener of %s failed on a %s", row._table.name, event)
             with self.changed:
                 self.events += 1
                 self.changed.notify_all()

@@ -1,0 +1,56 @@
+"""The churn soak with fault injection (issue 11): pods created, changed and
+deleted at random on three networks, one small enough to fill, while the
+watcher is killed with SIGKILL and restarted, the NB ovsdb-server
+restarted, the API answers 500 and 410, deletes land during retries and
+the node agent restarts. Then it waits for convergence and compares, from
+outside the product, the NB's pod ports and the node's OVS ports with the
+live pods' requests (tests/churn_env.py; the suite runs the same code
+shorter, tests/functional/test_churn.py).
+
+The baseline, measured first in the same run: the same churn, shorter and
+without faults, and its time to converge after the last operation.
+
+Usage: python benchmarks/churn.py [OPS] [FAULTS]   (default 2000 and 24)
+Last line, exactly:
+``churn: ops=<n> faults=<k> leaked=<a> resurrected=<b> duplicated_ips=<c> missing=<d> converge_s=<x>``
+"""
+
+import os
+import shutil
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from common import Ansible  # noqa: E402
+
+
+def soak(collections, ops, faults, seed):
+    from churn_env import Churn, line  # noqa: needs the collection on the path
+    tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-churn-")
+    churn = Churn(tmp, collections, seed=seed)
+    try:
+        return line(churn.run(ops=ops, faults=faults)), churn.stages
+    finally:
+        churn.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    ops = int(argv[0]) if argv else 2000
+    faults = int(argv[1]) if len(argv) > 1 else 24
+    ansible = Ansible()      # only for its collection path
+    collections = os.path.join(ansible.work, "collections")
+    sys.path.insert(0, collections)
+    baseline, stages = soak(collections, max(50, ops // 10), 0, seed=3)
+    print("baseline (no faults, %d ops): %s stages=%s" % (max(50, ops // 10), baseline, stages), flush=True)
+    result, stages = soak(collections, ops, faults, seed=5)
+    print("stages (s after the last fault): %s" % stages, flush=True)
+    print(result)
+    return 0 if " leaked=0 resurrected=0 duplicated_ips=0 missing=0 " in result else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,256 @@
+"""A churn soak with faults, for tests/functional/test_churn.py (short) and
+benchmarks/churn.py (long): one code path, two lengths.
+
+A real node (ovs-vswitchd netdev, ovn-controller, NB/SB with ovn-northd),
+the node agent and the watcher as processes, the API stand-in. This module
+plays the rest of Kubernetes: it creates, changes and deletes pods at
+random on several networks (``tiny`` fills up), and, as the kubelet, runs
+the CNI plugin for the pods the watcher has served (ADD) and for the pods
+that go (DEL, now and then never sent). Between operations it injects
+faults: the watcher killed with SIGKILL and restarted, the NB
+ovsdb-server restarted, the API answering 500 and 410, a delete landing
+while a pod's work waits for a retry, the node agent killed and restarted.
+
+At the end it waits for convergence and compares, from outside the
+product, the NB's pod ports and the node's OVS ports with the live pods'
+requests, and the NB's history of port creations with the deletions.
+"""
+
+import json
+import os
+import random
+import time
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
+from cni_env import Env
+from dataplane import ip
+from watcher_env import Cluster, PortLog
+
+TINY = {"name": "tiny", "subnet": "172.16.9.0/29"}      # 5 addresses
+NETWORKS = ("net1", "net2", "tiny")
+FAULTS = ("watcher_sigkill", "nb_restart", "api_500", "api_410", "delete_during_retry", "agent_restart")
+NAMESPACE = "churn"
+
+
+class Churn:
+    def __init__(self, tmp, collections, seed=11):
+        self.rng = random.Random(seed)
+        self.env = Env(tmp, collections, sweep_seconds=5)
+        self.cluster = None
+        self.ports = None
+        try:
+            box = self.env.node.box
+            with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+                execute(db, lambda v: vn.plan_networks(v, [("tiny", vn.check_format(TINY, "tiny"))], "merged", "ovn"),
+                        write=True)
+            self.ports = PortLog(box.nb_db)
+            self.cluster = Cluster(tmp, collections, networks=[TINY], workers=4, api=self.env.api, box=box,
+                                   resync_seconds=20, address_seconds=5, max_backoff_seconds=2)
+        except Exception:
+            self.stop()
+            raise
+        self.api = self.env.api
+        self.pods = {}          # name -> {"netns", "container", "added", "uid"}
+        self.deleted = {}       # uid -> monotonic time of the API delete
+        self.ops = self.faults = 0
+        self.last_fault = time.monotonic()
+        self.serial = 0
+
+    # -- operations ----------------------------------------------------------
+    def create(self):
+        self.serial += 1
+        name = "p%d" % self.serial
+        network = self.rng.choice(NETWORKS)
+        entries = [{"name": network, "interface": "net0"}]
+        if network != "tiny" and self.rng.random() < 0.3:
+            entries.append({"name": "net2" if network == "net1" else "net1", "interface": "net1"})
+        pod = self.api.create_pod(NAMESPACE, name, {ann.OVN_NETWORK: json.dumps(entries)})
+        self.pods[name] = {"uid": pod["metadata"]["uid"], "netns": None, "added": False,
+                           "container": "ctr-%s" % pod["metadata"]["uid"][:12]}
+        return name
+
+    def delete(self, name=None, send_del=True):
+        name = name or self.rng.choice(sorted(self.pods))
+        pod = self.pods.pop(name)
+        if pod["added"] and send_del:
+            self.env.cni("DEL", name, pod["netns"], pod["container"], namespace=NAMESPACE)
+        if pod["netns"]:
+            ip("ip", "netns", "delete", os.path.basename(pod["netns"]), check=False)
+            self.env.node.namespaces.remove(os.path.basename(pod["netns"]))
+        self.api.delete_pod(NAMESPACE, name)
+        self.deleted[pod["uid"]] = time.monotonic()
+
+    def change(self):
+        name = self.rng.choice(sorted(self.pods))
+        self.api.set_annotations(NAMESPACE, name, {"churn/touched": str(self.ops)})
+
+    def kubelet(self):
+        """CNI ADD for every pod the watcher has served and no ADD yet."""
+        for name, pod in sorted(self.pods.items()):
+            if pod["added"]:
+                continue
+            found = (self.api.pod(NAMESPACE, name) or {}).get("metadata", {}).get("annotations", {})
+            if ann.IFACE_LIST not in found:
+                continue
+            if pod["netns"] is None:
+                netns = "o4n-%s-%s" % (self.env.node.tag, name)
+                self.env.node._add_ns(netns)
+                pod["netns"] = "/var/run/netns/" + netns
+            code, _out, _err = self.env.cni("ADD", name, pod["netns"], pod["container"], namespace=NAMESPACE)
+            if code == 0:
+                pod["added"] = True
+            else:           # e.g. the agent is restarting: a kubelet retries the sandbox
+                self.env.cni("DEL", name, pod["netns"], pod["container"], namespace=NAMESPACE)
+
+    def step(self):
+        roll = self.rng.random()
+        if roll < 0.45 or len(self.pods) < 5:
+            self.create()
+        elif roll < 0.8:
+            self.delete(send_del=self.rng.random() > 0.1)       # now and then the DEL never comes
+        else:
+            self.change()
+        self.ops += 1
+
+    # -- faults --------------------------------------------------------------
+    def fault(self, kind):
+        if kind == "watcher_sigkill":
+            self.cluster.proc.kill()
+            self.cluster.proc.wait(10)
+            self.step()
+            self.step()
+            self.cluster.start()
+        elif kind == "nb_restart":
+            self.env.node.box.restart_db("ovnnb_db")
+        elif kind == "api_500":
+            self.api.fail_next(self.rng.randint(5, 20))
+        elif kind == "api_410":
+            self.api.compact()
+        elif kind == "delete_during_retry":
+            name = self.create()
+            self.api.fail_matching("PATCH", "/pods/" + name, 1000)
+            self.api.wait(lambda api: api.targeted_failed > 0 and api.pod(NAMESPACE, name) is not None, 10)
+            self.delete(name)
+            self.api.fail_matching("PATCH", "/pods/" + name, 0)
+        elif kind == "agent_restart":
+            self.env.agent.kill()
+            self.env.agent.wait(10)
+            self.env.start_agent()
+        self.faults += 1
+        self.last_fault = time.monotonic()
+
+    def run(self, ops, faults):
+        every = max(1, ops // max(1, faults))
+        kinds = list(FAULTS)
+        while self.ops < ops:
+            self.step()
+            if self.ops % 5 == 0:
+                self.kubelet()
+            if self.faults < faults and self.ops % every == 0:
+                self.fault(kinds[self.faults % len(kinds)])
+        return self.converge()
+
+    # -- the verdict, from outside ---------------------------------------------
+    def wanted(self):
+        """``{(uid, interface)}`` the live pods ask for, less the pods the
+        watcher reported as waiting for a full network."""
+        out = set()
+        waiting = set(e["involvedObject"]["uid"] for e in self.api.events
+                      if e["reason"] == "AddressPoolExhausted")
+        for name, pod in self.pods.items():
+            found = self.api.pod(NAMESPACE, name)["metadata"]["annotations"]
+            entries = json.loads(found[ann.OVN_NETWORK])
+            if ann.IFACE_LIST not in found and pod["uid"] in waiting:
+                continue
+            out.update((pod["uid"], e["interface"]) for e in entries)
+        return out
+
+    def nb_ports(self):
+        return [(r["external_ids"]["ovn4nfv-pod-uid"], r["external_ids"]["ovn4nfv-interface"], r)
+                for r in self.env.node.box.rows("nb", "Logical_Switch_Port")
+                if r["external_ids"].get("ovn4nfv-role") == "pod-port"]
+
+    def node_ports(self):
+        return [(r["external_ids"]["ovn4nfv-pod-uid"], r["external_ids"]["ovn4nfv-interface"])
+                for r in self.env.node.box.rows("ovs", "Interface")
+                if r["external_ids"].get("ovn4nfv-pod-uid")]
+
+    def _nb_settled(self, deadline):
+        """Wait until the NB's pod ports, as ovsdb-client dumps them, are
+        what the live pods want; woken by the NB's update stream (the
+        PortLog's), each wait bounded, the whole by ``deadline``."""
+        while True:
+            seen = len(self.ports.events)
+            if set((uid, iface) for uid, iface, _r in self.nb_ports()) == self.wanted():
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.ports.wait_for(lambda log: len(log.events) != seen, min(2.0, remaining))
+
+    def converge(self, timeout=120):
+        deadline = time.monotonic() + timeout
+        self.api.fail_next(0)
+        for name in sorted(self.pods):          # what stays waiting on tiny is fine; the rest is served
+            pod = self.pods[name]
+            found = json.loads(self.api.pod(NAMESPACE, name)["metadata"]["annotations"][ann.OVN_NETWORK])
+            if found[0]["name"] != "tiny":
+                self.api.wait(lambda api, n=name: ann.IFACE_LIST in api.pod(NAMESPACE, n)["metadata"]["annotations"],
+                              max(0.1, deadline - time.monotonic()))
+        self.stages = {"annotated": time.monotonic() - self.last_fault}
+        self._nb_settled(deadline)
+        self.stages["nb"] = time.monotonic() - self.last_fault
+        self.kubelet()
+        added = set((p["uid"], e["interface"]) for name, p in self.pods.items() if p["added"]
+                    for e in json.loads(self.api.pod(NAMESPACE, name)["metadata"]["annotations"][ann.IFACE_LIST]))
+        with ovsdb.Database(self.env.node.box.ovs_db, ovsdb.OVS_SCHEMA, ("Interface",)) as db:
+            db.wait_for(lambda idl: set((i.external_ids.get("ovn4nfv-pod-uid"), i.external_ids.get("ovn4nfv-interface"))
+                                        for i in idl.tables["Interface"].rows.values()
+                                        if i.external_ids.get("ovn4nfv-pod-uid")) == added,
+                        max(0.1, deadline - time.monotonic()))
+        converge_s = time.monotonic() - self.last_fault
+        self.stages["node"] = converge_s
+        return self.verdict(added, converge_s)
+
+    def verdict(self, added, converge_s):
+        wanted = self.wanted()
+        nb = self.nb_ports()
+        have = set((uid, iface) for uid, iface, _r in nb)
+        node = set(self.node_ports())
+        leaked = len(have - wanted) + len(node - added)
+        missing = len(wanted - have) + len(added - node)
+        ips = {}
+        for _uid, _iface, row in nb:
+            for text in list(row.get("dynamic_addresses") or []) + list(row["addresses"]):
+                for word in text.split()[1:]:
+                    if word != "dynamic":
+                        ips.setdefault(word, set()).add(row["name"])
+        duplicated = sum(1 for holders in ips.values() if len(holders) > 1)
+        resurrected = 0
+        with self.ports.lock:
+            history = list(self.ports.events)
+        seen_delete = set()
+        for event, _name, uid, when in history:
+            if event == "delete":
+                seen_delete.add(uid)
+            elif uid in seen_delete and self.deleted.get(uid, when + 1) < when:
+                resurrected += 1        # made again after its pod was deleted and its port removed
+        return {"ops": self.ops, "faults": self.faults, "leaked": leaked, "resurrected": resurrected,
+                "duplicated_ips": duplicated, "missing": missing, "converge_s": converge_s,
+                "pods": len(self.pods)}
+
+    def stop(self):
+        if self.cluster is not None:
+            self.cluster.stop()
+        if self.ports is not None:
+            self.ports.close()
+        self.env.stop()
+
+
+def line(result):
+    return ("churn: ops={ops} faults={faults} leaked={leaked} resurrected={resurrected} "
+            "duplicated_ips={duplicated_ips} missing={missing} converge_s={converge_s:.1f}").format(**result)

@@ -1,0 +1,20 @@
+"""The churn soak of benchmarks/churn.py, shorter: pods created, changed
+and deleted at random on three networks (one fills up) while every kind
+of fault is injected once; then, read from outside the product, no port
+leaked, none came back after its pod was deleted, no address is held
+twice, and nothing a live pod needs is missing, in the NB or on the node."""
+
+from churn_env import FAULTS, Churn, line
+
+
+def test_churn_with_every_fault_converges_clean(tmp_path, collections_path):
+    churn = Churn(str(tmp_path), collections_path, seed=7)
+    try:
+        result = churn.run(ops=150, faults=len(FAULTS))
+        print(line(result), churn.stages)
+        assert result["faults"] == len(FAULTS)
+        assert (result["leaked"], result["resurrected"], result["duplicated_ips"], result["missing"]) == \
+            (0, 0, 0, 0), (line(result), churn.cluster.log_text(), churn.env.log_text())
+        assert result["pods"] > 0
+    finally:
+        churn.stop()
