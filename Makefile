@@ -95,6 +95,7 @@ bench: venv
 	$(PY) benchmarks/topology.py
 	$(PY) benchmarks/watcher.py
 	$(PY) benchmarks/cni.py
+	$(PY) benchmarks/churn.py
 
 # Molecule scenarios under extensions/molecule, against this working tree.
 # A failed scenario ends with the tasks that failed: CI shows only the tail.

@@ -156,7 +156,6 @@ class AddressIndex:
             return None
         return view.idl.tables["Logical_Switch_Port"].rows.get(uuid)
 
-
     def ports_of(self, view, namespace, name):
         """The pod ports of every pod ever named ``namespace/name``."""
         table = view.idl.tables["Logical_Switch_Port"].rows
