@@ -196,7 +196,6 @@ class Churn:
         deadline = time.monotonic() + timeout
         self.api.fail_next(0)
         for name in sorted(self.pods):          # what stays waiting on tiny is fine; the rest is served
-            pod = self.pods[name]
             found = json.loads(self.api.pod(NAMESPACE, name)["metadata"]["annotations"][ann.OVN_NETWORK])
             if found[0]["name"] != "tiny":
                 self.api.wait(lambda api, n=name: ann.IFACE_LIST in api.pod(NAMESPACE, n)["metadata"]["annotations"],

@@ -111,6 +111,7 @@ class Env:
         with ovsdb.Database(self.node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
             execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
             patch = db.wait_for(lambda idl: pod_ports.pod_annotations(View(idl), owner, parsed), 20)
+            execute(db, lambda v: pod_ports.plan_port_security(v, owner, parsed), write=True)
         self.api.set_annotations("default", name, patch)
         netns = "o4n-%s-%s" % (self.node.tag, name)
         self.node._add_ns(netns)

@@ -103,12 +103,13 @@ class Cluster:
         """A :class:`PortLog` of this NB, to be closed by the caller."""
         return PortLog(self.box.nb_db)
 
-    def wait_log(self, text, timeout):
-        """Whether ``text`` appears in the watcher's log within ``timeout``
-        seconds (the log is the watcher's own record of the event)."""
+    def wait_log(self, text, timeout, count=1):
+        """Whether ``text`` appears (``count`` times) in the watcher's log
+        within ``timeout`` seconds (the log is the watcher's own record of
+        the event)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if text in self.log_text():
+            if self.log_text().count(text) >= count:
                 return True
             time.sleep(0.1)
         return False

@@ -4,13 +4,17 @@ plugin executed as a runtime executes it, the agent as a process. The
 pods' interface lists are written on the API stand-in the way the watcher
 writes them, with the same core functions."""
 
+import json
 import os
+import subprocess
+import time
 
+import netaddr
 import pytest
 
 from cni_env import Env
 from cni_runtime import call
-from dataplane import ip, ping, tcp_exchange
+from dataplane import ip, ns_name, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
@@ -45,6 +49,54 @@ def test_two_pods_with_two_interfaces_reach_each_other(env):
     routes = ip("ip", "route", netns=netns_a).stdout
     assert "default via 172.16.2.1 dev net1" in routes, "the default route is on the flagged interface"
     assert "10.20.0.0/16 via 172.16.1.1 dev net0" in routes, "the network's routes are there"
+
+
+FRAMES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "frames.py")
+
+
+def test_port_security_drops_a_pod_that_claims_another_pods_addresses(env):
+    """Pod C sends, as hand-made frames, with pod B's IP, with B's MAC, and
+    an ARP reply claiming B's IP; then honest frames. A receives the honest
+    ones (and B's own, from B) and none of the lies: OVN dropped them."""
+    pods = {}
+    for name in ("ps-a", "ps-b", "ps-c"):
+        netns = env.pod(name, {"name": "net2", "interface": "net0"})
+        code, result, err = env.cni("ADD", name, netns, "ctr-" + name)
+        assert code == 0, (result, err, env.log_text())
+        mac = next(i["mac"] for i in result["interfaces"] if i.get("sandbox"))
+        pods[name] = {"netns": netns, "mac": mac, "ip": result["ips"][0]["address"].split("/")[0]}
+    env.node.wait_hv()
+    a, b, c = pods["ps-a"], pods["ps-b"], pods["ps-c"]
+    listener = subprocess.Popen(["ip", "netns", "exec", ns_name(a["netns"]), "python3", FRAMES, "listen", "net0",
+                                 "20", "sentinel", "honest-b"], stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert listener.stdout.readline().strip() == "ready"
+        lies = [dict(kind="udp", src_mac=c["mac"], dst_mac=a["mac"], src_ip=b["ip"], dst_ip=a["ip"], payload="ip-lie"),
+                dict(kind="udp", src_mac=b["mac"], dst_mac=a["mac"], src_ip=c["ip"], dst_ip=a["ip"], payload="mac-lie"),
+                dict(kind="arp", src_mac=c["mac"], dst_mac="ff:ff:ff:ff:ff:ff", src_ip=b["ip"], dst_ip=b["ip"])]
+        truth = [dict(kind="arp", src_mac=c["mac"], dst_mac="ff:ff:ff:ff:ff:ff", src_ip=c["ip"], dst_ip=c["ip"]),
+                 dict(kind="udp", src_mac=c["mac"], dst_mac=a["mac"], src_ip=c["ip"], dst_ip=a["ip"],
+                      payload="sentinel")]
+        ip("python3", FRAMES, "send", "net0", json.dumps(lies + truth), netns=c["netns"])
+        ip("python3", FRAMES, "send", "net0", json.dumps([dict(
+            kind="udp", src_mac=b["mac"], dst_mac=a["mac"], src_ip=b["ip"], dst_ip=a["ip"], payload="honest-b")]),
+            netns=b["netns"])
+        out, _err = listener.communicate(timeout=30)
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+            listener.wait(5)
+    seen = [json.loads(line) for line in out.splitlines()]
+    payloads = [f.get("payload") for f in seen if f["kind"] == "udp"]
+    assert "sentinel" in payloads and "honest-b" in payloads, seen
+    assert "ip-lie" not in payloads and "mac-lie" not in payloads, seen
+    claims = [(f["sha"], f["spa"]) for f in seen if f["kind"] == "arp"]
+    assert (c["mac"], c["ip"]) in claims, "the honest ARP arrives: %s" % seen
+    assert (c["mac"], b["ip"]) not in claims, "the ARP lie was dropped: %s" % seen
+    rows = dict((r["name"], r) for r in env.node.box.rows("nb", "Logical_Switch_Port"))
+    security = rows["default_ps-c_net0"]["port_security"]
+    assert (security if isinstance(security, list) else [security]) == [
+        "%s %s %s" % (c["mac"], c["ip"], netaddr.EUI(c["mac"]).ipv6_link_local())]
 
 
 def test_check_passes_then_fails_when_an_address_is_removed(env):
@@ -98,15 +150,22 @@ def test_restarted_agent_sweeps_ports_no_pod_needs(env):
         pods[name] = (netns, [i["name"] for i in result["interfaces"] if not i.get("sandbox")][0])
     env.stop_agent()
     env.api.delete_pod("default", "sw-gone")
-    ip("ip", "netns", "delete", os.path.basename(pods["sw-rebooted"][0]))   # its veth goes with it
-    env.start_agent()
+    ip("ip", "netns", "delete", os.path.basename(pods["sw-rebooted"][0]))   # its veth goes with it,
+    deadline = time.monotonic() + 30            # once the kernel's cleanup of the namespace has run
+    while pods["sw-rebooted"][1] in env.node_links() and time.monotonic() < deadline:
+        time.sleep(0.1)
     box = env.node.box
+    # a port the product did not make, its device missing too: not the agent's to touch
+    box.run("ovs-vsctl", "--db=" + box.ovs_db, "add-port", "br-int", "foreign0")
+    env.start_agent()
     stale = sorted([pods["sw-gone"][1], pods["sw-rebooted"][1]])
     assert env.wait_log("sweep: removed 2 stale ports", 30), env.log_text()
     ports = box.run("ovs-vsctl", "--db=" + box.ovs_db, "list-ports", "br-int").split()
-    assert pods["sw-live"][1] in ports and not set(stale) & set(ports)
-    assert pods["sw-live"][1] in env.node_links() and not set(stale) & set(env.node_links())
+    assert pods["sw-live"][1] in ports and "foreign0" in ports and not set(stale) & set(ports), (ports, stale)
+    links = env.node_links()
+    assert pods["sw-live"][1] in links and not set(stale) & set(links), (links, stale, env.log_text())
     assert ", ".join(stale) in env.log_text()
+    box.run("ovs-vsctl", "--db=" + box.ovs_db, "del-port", "br-int", "foreign0")
 
 
 def test_missing_interface_list_times_out_and_leaves_nothing(env):

@@ -33,7 +33,7 @@ def requests(*entries):
 
 
 def attach(db, pod, reqs):
-    execute(db, lambda v: pod_ports.plan_stale(v, pod, reqs), write=True)
+    execute(db, lambda v: pod_ports.plan_release(v, pod.namespace, pod.name, pod.uid), write=True)
     execute(db, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
     return db.wait_for(lambda idl: pod_ports.interface_list(View(idl), pod, reqs), 10)
 

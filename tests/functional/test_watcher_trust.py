@@ -153,9 +153,25 @@ def test_two_forms_use_the_first_and_warn_of_the_other(k8s):
         **{ann.NFN_NETWORK: json.dumps({"type": "ovn4nfv", "interface": [{"name": "net2", "interface": "net5"}]})}))
     assert [e["interface"] for e in k8s.annotated("default", "both")] == ["net0"]
     k8s.api.wait(lambda api: k8s.events_for("both"), 30)
+    k8s.api.set_annotations("default", "both", {"touched": "1"})
+    # handled three times (created, its own patch, touched), each logged: said once
+    assert k8s.wait_log("pod default/both: IgnoredAnnotation", 30, count=3), k8s.log_text()
+    assert len(k8s.events_for("both")) == 1, k8s.events_for("both")
     event = k8s.events_for("both")[0]
     assert event["reason"] == "IgnoredAnnotation" and event["type"] == "Warning"
     assert ann.NFN_NETWORK in event["message"] and "ovnNetwork takes precedence" in event["message"]
+
+
+def test_unknown_provider_key_is_refused_before_anything_is_made(k8s):
+    k8s.api.add_nad("default", "macvlan", {"cniVersion": "1.0.0", "type": "macvlan", "master": "eth0",
+                                           "ipam": {"type": "ovn4nfv-ipam", "provider": "macvlan.default"}})
+    k8s.api.create_pod("default", "mvtypo", {ann.MULTUS_NETWORKS: "macvlan",
+                                             "macvlan.default.kubernetes.io/ip_adress": "172.16.30.70"})
+    k8s.api.wait(lambda api: k8s.events_for("mvtypo"), 30)
+    event = k8s.events_for("mvtypo")[0]
+    assert event["reason"] == "InvalidNetworkRequest"
+    assert "unknown key 'ip_adress'" in event["message"] and "did you mean 'ip_address'" in event["message"]
+    assert k8s.pod_ports() == []
 
 
 def test_ipam_address_is_freed_after_the_watcher_missed_the_delete(k8s):

@@ -16,19 +16,15 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE
 from ..ovsdb.execution import Batch
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_switches import LogicalSwitchPort
 from . import annotations, networks as vn
-from .topology import ROLE
+from .pod_addresses import (
+    K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, held_addresses, scan_holder,
+    free_addresses, is_pod_port, pool_usage, port_security)
 
-K_NAMESPACE = "ovn4nfv-pod-namespace"
-K_POD = "ovn4nfv-pod-name"
-K_UID = "ovn4nfv-pod-uid"
-K_INTERFACE = "ovn4nfv-interface"
-ROLE_POD = "pod-port"
 # Why a request was refused: the Event reasons, gravest first.
 INVALID = "InvalidNetworkRequest"
 UNKNOWN_NETWORK = "UnknownNetwork"
@@ -36,33 +32,6 @@ CONFLICT = "AddressConflict"
 EXHAUSTED = "AddressPoolExhausted"
 REASONS = (INVALID, UNKNOWN_NETWORK, CONFLICT, EXHAUSTED)
 TABLES = ("Logical_Switch", "Logical_Switch_Port")
-
-
-class Pod:
-    """The identity of a pod."""
-
-    def __init__(self, namespace, name, uid):
-        self.namespace = namespace
-        self.name = name
-        self.uid = uid
-
-    def __repr__(self):
-        return "%s/%s" % (self.namespace, self.name)
-
-    def port_name(self, interface):
-        """The seed design's ``<namespace>_<pod>_<interface>``."""
-        return "%s_%s_%s" % (self.namespace, self.name, interface)
-
-    def marks(self, interface):
-        return {ROLE: ROLE_POD, K_NAMESPACE: self.namespace, K_POD: self.name,
-                K_UID: self.uid, K_INTERFACE: interface}
-
-
-def is_pod_port(row):
-    # a row the IDL notifies of may lack columns (a delete after a
-    # reconnect): it is then not known to be anyone's
-    ids = getattr(row, "external_ids", None) or {}
-    return ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(ROLE) == ROLE_POD
 
 
 def pod_ports(view, uid):
@@ -79,99 +48,6 @@ def owned_pods(view):
             ids = row.external_ids
             out[ids[K_UID]] = Pod(ids.get(K_NAMESPACE), ids.get(K_POD), ids[K_UID])
     return out
-
-
-def _addresses(row):
-    """(MAC, [IPAddress]) a port holds, static or assigned."""
-    texts = [a for a in row.addresses if a not in ("dynamic", "router", "unknown")]
-    texts += list(row.dynamic_addresses or [])
-    mac, ips = None, []
-    for text in texts:
-        words = text.split()
-        if words and words[0] != "dynamic" and addressing.is_mac(words[0]):
-            mac = mac or words[0].lower()
-        for word in words[1:]:
-            try:
-                ips.append(addressing.parse_ip(word, "address"))
-            except ValidationError:
-                continue
-    return mac, ips
-
-
-class AddressIndex:
-    """Which switch port holds which IP and MAC, kept current from the NB's
-    update stream, so that checking a static address is a lookup rather
-    than a scan of every port. Subnets of virtual networks never overlap,
-    so one map serves every network."""
-
-    def __init__(self):
-        self.by_ip, self.by_mac, self.of_row, self.by_pod = {}, {}, {}, {}
-
-    def attach(self, database):
-        """Follow ``database`` from now on, starting from what it holds."""
-        database.add_listener(self.notify)
-        database.read(self._rebuild)
-        return self
-
-    def _rebuild(self, idl):
-        self.by_ip, self.by_mac, self.of_row, self.by_pod = {}, {}, {}, {}
-        for row in idl.tables["Logical_Switch_Port"].rows.values():
-            self._add(row)
-
-    def notify(self, event, row):
-        if row._table.name != "Logical_Switch_Port":
-            return
-        self._remove(row.uuid)
-        if event != "delete":
-            self._add(row)
-
-    def _add(self, row):
-        mac, ips = _addresses(row)
-        pod = None
-        if is_pod_port(row):
-            pod = (row.external_ids.get(K_NAMESPACE), row.external_ids.get(K_POD))
-            self.by_pod.setdefault(pod, set()).add(row.uuid)
-        self.of_row[row.uuid] = (mac, ips, pod)
-        if mac:
-            self.by_mac[mac] = row.uuid
-        for ip in ips:
-            self.by_ip[ip] = row.uuid
-
-    def _remove(self, uuid):
-        mac, ips, pod = self.of_row.pop(uuid, (None, [], None))
-        if pod is not None:
-            self.by_pod.get(pod, set()).discard(uuid)
-            if not self.by_pod.get(pod, True):
-                del self.by_pod[pod]
-        if mac and self.by_mac.get(mac) == uuid:
-            del self.by_mac[mac]
-        for ip in ips:
-            if self.by_ip.get(ip) == uuid:
-                del self.by_ip[ip]
-
-    def holder(self, view, kind, value):
-        """The port holding ``value`` (``kind`` ``ip`` or ``mac``), or None."""
-        uuid = (self.by_ip if kind == "ip" else self.by_mac).get(value)
-        if uuid is None:
-            return None
-        return view.idl.tables["Logical_Switch_Port"].rows.get(uuid)
-
-    def ports_of(self, view, namespace, name):
-        """The pod ports of every pod ever named ``namespace/name``."""
-        table = view.idl.tables["Logical_Switch_Port"].rows
-        return [table[u] for u in self.by_pod.get((namespace, name), ()) if u in table]
-
-
-def _scan_holder(view, kind, value, uid, switch=None):
-    """The port holding ``value``, found by scanning (without an index)."""
-    rows = switch.ports if switch is not None else view.rows("Logical_Switch_Port")
-    for row in rows:
-        if row.external_ids.get(K_UID) == uid:
-            continue
-        mac, ips = _addresses(row)
-        if (kind == "ip" and value in ips) or (kind == "mac" and mac == value):
-            return row
-    return None
 
 
 def _holder(row):
@@ -209,7 +85,7 @@ def plan_pod(view, pod, requests, addresses=None):
         if addresses is not None:
             row = addresses.holder(view, kind, value)
             return row if row is not None and row.external_ids.get(K_UID) != pod.uid else None
-        return _scan_holder(view, kind, value, pod.uid, switch)
+        return scan_holder(view, kind, value, pod.uid, switch)
 
     problems, items, verify, wanted = [], [], {}, {}
     networks = {}
@@ -225,7 +101,7 @@ def plan_pod(view, pod, requests, addresses=None):
         existing = view.lookup("Logical_Switch_Port", name)
         if existing is not None and not isinstance(existing, (list, NewRow)) and \
                 existing.external_ids.get(K_UID) != pod.uid:
-            problems.append((CONFLICT, "%s: port %s already exists for %s; delete it first (plan_stale)" % (
+            problems.append((CONFLICT, "%s: port %s already exists for %s; it is released first" % (
                 request.where, name, _holder(existing))))
             continue
         switch = view.lookup("Logical_Switch", network.name)
@@ -260,8 +136,13 @@ def plan_pod(view, pod, requests, addresses=None):
             address = "%s dynamic" % request.mac
         else:
             address = "dynamic"
-        items.append({"name": name, "switch": network.name, "addresses": [address],
-                      "external_ids": pod.marks(request.interface)})
+        item = {"name": name, "switch": network.name, "addresses": [address],
+                "external_ids": pod.marks(request.interface)}
+        if request.ip is not None and not request.ipam:
+            item["port_security"] = ["%s %s %s" % (mac, request.ip, addressing.link_local(mac))]
+        elif existing is not None and not isinstance(existing, (list, NewRow)) and existing.port_security:
+            item["port_security"] = list(existing.port_security)     # set once OVN had assigned
+        items.append(item)
     if problems:
         # the Event's reason: the gravest kind among the problems
         reason = min((p[0] for p in problems), key=REASONS.index)
@@ -300,54 +181,31 @@ def _check_static_ip(request, network):
             field, request.ip, network.name, " ".join(network.exclude_ips)))
 
 
-def pool_size(network):
-    """How many IPv4 addresses OVN may hand out on ``network``: its host
-    addresses, less the excluded ones and the gateway."""
-    hosts = addressing.ip_set(network.subnet, network.exclude_ips)
-    return hosts.size - (1 if network.gateway in hosts else 0)
-
-
-def _held(view, switch):
-    """How many addresses of the pool the ports of ``switch`` hold (the
-    router port holds the gateway, which is not in the pool)."""
-    held = 0
-    for row in (switch.ports if switch is not None else []):
-        if row.type == "router":
-            continue
-        _mac, ips = _addresses(row)
-        held += 1 if any(ip.version == 4 for ip in ips) or "dynamic" in row.addresses else 0
-    return held
-
-
-def free_addresses(view, network, switch):
-    """How many addresses are free on ``network``; cheap while the switch
-    has fewer ports than the pool has addresses."""
-    size = pool_size(network)
-    if switch is None or len(switch.ports) < size:
-        return size
-    return size - _held(view, switch)
-
-
-def pool_usage(view, network, switch):
-    """``"a /28 of 11 addresses, 11 held"``: for the exhaustion Event."""
-    return "%s holds %d addresses, %d held" % (network.subnet, pool_size(network), _held(view, switch))
-
-
-def plan_stale(view, pod, requests):
-    """Delete the pod ports that an earlier pod of the same name left under
-    the names ``pod`` needs (a pod deleted and created again before its
-    ports were cleaned up). Run, as its own transaction, before plan_pod."""
-    keys = []
+def plan_port_security(view, pod, requests):
+    """Set port security on each of ``pod``'s ports that has its addresses
+    (static ones at once; dynamic ones once OVN assigned them), before
+    the pod is told its interfaces. Address-only ports kept for another
+    CNI plugin (ovn4nfv-ipam) carry no traffic through OVN and get none."""
+    mine = _own_ports(view, pod, requests)
+    items = []
     for request in requests:
-        row = view.lookup("Logical_Switch_Port", pod.port_name(request.interface))
-        if row is not None and not isinstance(row, (list, NewRow)) and is_pod_port(row) \
-                and row.external_ids.get(K_UID) != pod.uid:
-            keys.append({"name": row.name})
+        row = mine.get(request.interface)
+        if row is None or request.ipam:
+            continue
+        wanted = port_security(row)
+        if wanted is not None and sorted(row.port_security) != wanted:
+            items.append({"name": row.name, "switch": request.network, "port_security": wanted})
     batch = Batch()
-    if keys:
+    if items:
         resource = LogicalSwitchPort()
-        batch.add(plan(resource, validate_config(resource, keys, "deleted"), "deleted", view))
+        batch.add(plan(resource, validate_config(resource, items, "merged"), "merged", view))
     return batch
+
+
+def secured(view, pod, requests):
+    """Whether every port of ``pod`` that should have port security has
+    the right one."""
+    return not plan_port_security(view, pod, requests).changed
 
 
 def plan_release(view, namespace, name, keep=None, addresses=None):
@@ -377,7 +235,7 @@ def starved(view, pod, requests):
         row = mine.get(request.interface)
         if row is None or request.ip is not None or not row.dynamic_addresses:
             continue
-        _mac, ips = _addresses(row)
+        _mac, ips = held_addresses(row)
         if not any(ip.version == 4 for ip in ips):
             network = vn.read_network(view, request.network)
             switch = view.lookup("Logical_Switch", request.network)
@@ -416,7 +274,7 @@ def interface_list(view, pod, requests):
         network = vn.read_network(view, request.network)
         if row is None or network is None:
             return None
-        mac, ips = _addresses(row)
+        mac, ips = held_addresses(row)
         ipv4 = [ip for ip in ips if ip.version == 4]
         if not mac or not ipv4:
             return None

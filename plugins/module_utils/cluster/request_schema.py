@@ -120,6 +120,14 @@ def depth(text):
 def load(key, text):
     """The JSON of annotation ``key``, within size and depth, checked
     against its schema. Raises ValidationError naming the field."""
+    value = parse_json(key, text)
+    check(key, value)
+    return value
+
+
+def parse_json(key, text):
+    """Untrusted JSON ``text`` (named ``key`` in errors), parsed only
+    within :data:`MAX_TEXT` characters and :data:`MAX_DEPTH` levels."""
     if not isinstance(text, str):
         raise ValidationError("%s: %r is not text" % (key, text))
     if len(text) > MAX_TEXT:
@@ -130,7 +138,6 @@ def load(key, text):
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise ValidationError("%s: not valid JSON (%s)" % (key, exc))
-    check(key, value)
     return value
 
 

@@ -164,6 +164,11 @@ def mac_from_name(name):
     return ":".join("%02x" % o for o in digest)
 
 
+def link_local(mac):
+    """The IPv6 link-local address a kernel derives from ``mac`` (EUI-64)."""
+    return str(netaddr.EUI(mac).ipv6_link_local())
+
+
 def host(subnet, index):
     """The ``index``-th host address of ``subnet`` (1 is the first)."""
     return subnet.network + index

@@ -34,19 +34,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import logging
 import threading
 import time
 
-from ..cluster import annotations, networks as vn, pod_ports
+from ..cluster import annotations, pod_addresses, pod_ports
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.workqueue import WorkQueue
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
-from . import kube, settings as daemon
+from . import kube, multus, settings as daemon
 
 try:
     from kubernetes import client as k8s_client
@@ -139,11 +138,12 @@ class Watcher:
         self.custom = k8s_client.CustomObjectsApi(api_client)
         self.nb = None
         self.addresses = None
+        self.multus = None
         self.queue = WorkQueue(base_delay=0.2, max_delay=config.max_backoff_seconds, name="pods")
         self.lock = threading.Lock()
         self.cache = {}             # key -> the newest pod object seen
         self.tombstones = {}        # uid -> when its pod was seen deleted (monotonic)
-        self.reported = {}          # key -> (uid, reason, message) last posted as an Event
+        self.reported = {}          # key -> {reason: (uid, message)} posted as Events
         self.exhausted = set()      # keys waiting for an address to free
         self.pending = {}           # key -> since when it waits for OVN's dynamic address
         self._watch = None
@@ -169,7 +169,8 @@ class Watcher:
             try:
                 self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, TABLES,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
-                self.addresses = pod_ports.AddressIndex().attach(self.nb)
+                self.addresses = pod_addresses.AddressIndex().attach(self.nb)
+                self.multus = multus.Attachments(self.custom, self.nb, self.addresses)
                 self.nb.add_listener(self._nb_changed)
                 return True
             except Ovn4nfvError as exc:
@@ -309,8 +310,10 @@ class Watcher:
             selections = annotations.parse_multus(found, meta.namespace)
             if selections:
                 requests = annotations.check_interfaces(
-                    requests + self._attachments(found, selections), "pod %s" % key)
+                    requests + self.multus.requests(found, selections), "pod %s" % key)
         except ValidationError as exc:
+            if exc.reason == pod_ports.EXHAUSTED:
+                self.exhausted.add(key)         # its ip_pool is all taken: an address may free
             self.report(pod, exc.reason or pod_ports.INVALID, str(exc))
             return
         unused = annotations.unused_forms(found)
@@ -329,7 +332,8 @@ class Watcher:
         def done(idl):
             view = View(idl)
             entries = pod_ports.interface_list(view, owner, requests)
-            if not entries or not pod_ports.matches_requests(entries, requests):
+            if not entries or not pod_ports.matches_requests(entries, requests) or \
+                    not pod_ports.secured(view, owner, requests):
                 return None
             return pod_ports.pod_annotations(view, owner, requests, entries)
 
@@ -349,6 +353,9 @@ class Watcher:
         if patch is None:
             self._await_address(key, pod, owner, requests)
             return
+        # port security before the pod is told its interfaces: it never
+        # sends a packet from a port that would take another's address
+        self._execute(lambda view: pod_ports.plan_port_security(view, owner, requests))
         if any(found.get(k) != v for k, v in patch.items()):
             self.writer.patch(meta, {"metadata": {"annotations": patch}})
         self._served(key)
@@ -375,64 +382,18 @@ class Watcher:
         self.queue.add_after(key, self.config.address_seconds)
 
     def _served(self, key):
+        """The pod is served: what was reported of its failures may be
+        reported again should they recur (a warning stays said)."""
         self.pending.pop(key, None)
         self.exhausted.discard(key)
-        self.reported.pop(key, None)
+        said = self.reported.get(key)
+        if said:
+            self.reported[key] = dict((r, v) for r, v in said.items() if r == IGNORED)
 
     def _forget(self, key):
         self._served(key)
+        self.reported.pop(key, None)
         self.queue.forget(key)
-
-    def _attachments(self, found, selections):
-        """Requests for the Multus attachments that are the product's: a
-        NetworkAttachmentDefinition of type ovn4nfv, or one whose IPAM is
-        ovn4nfv-ipam. Others belong to other plugins and are left alone."""
-        requests = []
-        for selection in selections:
-            where = selection["where"]
-            config = self._nad_config(selection)
-            ipam = config.get("ipam") if isinstance(config.get("ipam"), dict) else {}
-            if config.get("type") == "ovn4nfv":
-                provider = config.get("provider") or "%s.%s.ovn" % (selection["name"], selection["namespace"])
-                network, for_other_cni = config.get("network"), False
-            elif ipam.get("type") == "ovn4nfv-ipam":
-                provider = ipam.get("provider") or "%s.%s" % (selection["name"], selection["namespace"])
-                network, for_other_cni = None, True
-            else:
-                continue
-            if not network:
-                network = self.nb.read(lambda idl, p=provider: vn.network_by_provider(View(idl), p))
-                if not network:
-                    raise ValidationError("%s: no virtual network serves provider %s" % (where, provider))
-            pool = annotations.ip_pool(found, provider, where)
-            choice = None
-            if pool:
-                choice = self.nb.read(lambda idl: next((ip for ip in pool if self.addresses.holder(
-                    View(idl), "ip", ip) is None), None))
-                if choice is None:
-                    raise ValidationError("%s: every address of %s.kubernetes.io/ip_pool is taken" % (
-                        where, provider))
-            requests.append(annotations.attachment_request(selection, network, provider, for_other_cni,
-                                                           found, str(choice) if choice else None))
-        return requests
-
-    def _nad_config(self, selection):
-        """The CNI config of the selected NetworkAttachmentDefinition."""
-        try:
-            nad = self.custom.get_namespaced_custom_object(
-                "k8s.cni.cncf.io", "v1", selection["namespace"], "network-attachment-definitions",
-                selection["name"])
-        except ApiException as exc:
-            if exc.status == 404:
-                raise ValidationError("%s: NetworkAttachmentDefinition %s/%s does not exist" % (
-                    selection["where"], selection["namespace"], selection["name"]))
-            raise
-        try:
-            config = json.loads((nad.get("spec") or {}).get("config") or "{}")
-        except ValueError as exc:
-            raise ValidationError("%s: the config of NetworkAttachmentDefinition %s/%s is not JSON (%s)" % (
-                selection["where"], selection["namespace"], selection["name"], exc))
-        return config if isinstance(config, dict) else {}
 
     def _execute(self, compute):
         return execute(self.nb, compute, write=True)
@@ -442,9 +403,10 @@ class Watcher:
         line and an Event of that reason on the pod, saying the same."""
         key = pod_key(pod)
         LOG.warning("pod %s: %s: %s", key, reason, message)
-        if self.reported.get(key) != (pod.metadata.uid, reason, message):
+        said = self.reported.setdefault(key, {})
+        if said.get(reason) != (pod.metadata.uid, message):
             self.writer.event(pod, reason, message, kind)
-            self.reported[key] = (pod.metadata.uid, reason, message)
+            said[reason] = (pod.metadata.uid, message)
 
     # -- resync --------------------------------------------------------------
     def resync(self):

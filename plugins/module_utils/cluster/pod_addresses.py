@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Who a pod port belongs to, and which addresses it holds.
+
+A pod's ports carry ``external_ids`` naming its namespace, name, UID and
+interface (:class:`Pod` marks them). :class:`AddressIndex` follows the NB's
+update stream to say which port holds an IP or MAC, and which ports a pod
+name has, without scanning; the pool functions say how many addresses a
+network has left; :func:`port_security` is what a port may send as.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ..common import addressing
+from ..common.errors import ValidationError
+from ..common.naming import OWNER_KEY, OWNER_VALUE
+from .topology import ROLE
+
+K_NAMESPACE = "ovn4nfv-pod-namespace"
+K_POD = "ovn4nfv-pod-name"
+K_UID = "ovn4nfv-pod-uid"
+K_INTERFACE = "ovn4nfv-interface"
+ROLE_POD = "pod-port"
+
+
+class Pod:
+    """The identity of a pod."""
+
+    def __init__(self, namespace, name, uid):
+        self.namespace = namespace
+        self.name = name
+        self.uid = uid
+
+    def __repr__(self):
+        return "%s/%s" % (self.namespace, self.name)
+
+    def port_name(self, interface):
+        """The seed design's ``<namespace>_<pod>_<interface>``."""
+        return "%s_%s_%s" % (self.namespace, self.name, interface)
+
+    def marks(self, interface):
+        return {ROLE: ROLE_POD, K_NAMESPACE: self.namespace, K_POD: self.name,
+                K_UID: self.uid, K_INTERFACE: interface}
+
+
+def is_pod_port(row):
+    # a row the IDL notifies of may lack columns (a delete after a
+    # reconnect): it is then not known to be anyone's
+    ids = getattr(row, "external_ids", None) or {}
+    return ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(ROLE) == ROLE_POD
+
+
+def held_addresses(row):
+    """(MAC, [IPAddress]) a port holds, static or assigned."""
+    texts = [a for a in row.addresses if a not in ("dynamic", "router", "unknown")]
+    texts += list(row.dynamic_addresses or [])
+    mac, ips = None, []
+    for text in texts:
+        words = text.split()
+        if words and words[0] != "dynamic" and addressing.is_mac(words[0]):
+            mac = mac or words[0].lower()
+        for word in words[1:]:
+            try:
+                ips.append(addressing.parse_ip(word, "address"))
+            except ValidationError:
+                continue
+    return mac, ips
+
+
+class AddressIndex:
+    """Which switch port holds which IP and MAC, kept current from the NB's
+    update stream, so that checking a static address is a lookup rather
+    than a scan of every port. Subnets of virtual networks never overlap,
+    so one map serves every network."""
+
+    def __init__(self):
+        self.by_ip, self.by_mac, self.of_row, self.by_pod = {}, {}, {}, {}
+
+    def attach(self, database):
+        """Follow ``database`` from now on, starting from what it holds."""
+        database.add_listener(self.notify)
+        database.read(self._rebuild)
+        return self
+
+    def _rebuild(self, idl):
+        self.by_ip, self.by_mac, self.of_row, self.by_pod = {}, {}, {}, {}
+        for row in idl.tables["Logical_Switch_Port"].rows.values():
+            self._add(row)
+
+    def notify(self, event, row):
+        if row._table.name != "Logical_Switch_Port":
+            return
+        self._remove(row.uuid)
+        if event != "delete":
+            self._add(row)
+
+    def _add(self, row):
+        mac, ips = held_addresses(row)
+        pod = None
+        if is_pod_port(row):
+            pod = (row.external_ids.get(K_NAMESPACE), row.external_ids.get(K_POD))
+            self.by_pod.setdefault(pod, set()).add(row.uuid)
+        self.of_row[row.uuid] = (mac, ips, pod)
+        if mac:
+            self.by_mac[mac] = row.uuid
+        for ip in ips:
+            self.by_ip[ip] = row.uuid
+
+    def _remove(self, uuid):
+        mac, ips, pod = self.of_row.pop(uuid, (None, [], None))
+        if pod is not None:
+            self.by_pod.get(pod, set()).discard(uuid)
+            if not self.by_pod.get(pod, True):
+                del self.by_pod[pod]
+        if mac and self.by_mac.get(mac) == uuid:
+            del self.by_mac[mac]
+        for ip in ips:
+            if self.by_ip.get(ip) == uuid:
+                del self.by_ip[ip]
+
+    def holder(self, view, kind, value):
+        """The port holding ``value`` (``kind`` ``ip`` or ``mac``), or None."""
+        uuid = (self.by_ip if kind == "ip" else self.by_mac).get(value)
+        if uuid is None:
+            return None
+        return view.idl.tables["Logical_Switch_Port"].rows.get(uuid)
+
+    def ports_of(self, view, namespace, name):
+        """The pod ports of every pod ever named ``namespace/name``."""
+        table = view.idl.tables["Logical_Switch_Port"].rows
+        return [table[u] for u in self.by_pod.get((namespace, name), ()) if u in table]
+
+
+def scan_holder(view, kind, value, uid, switch=None):
+    """The port holding ``value``, found by scanning (without an index)."""
+    rows = switch.ports if switch is not None else view.rows("Logical_Switch_Port")
+    for row in rows:
+        if row.external_ids.get(K_UID) == uid:
+            continue
+        mac, ips = held_addresses(row)
+        if (kind == "ip" and value in ips) or (kind == "mac" and mac == value):
+            return row
+    return None
+
+
+def pool_size(network):
+    """How many IPv4 addresses OVN may hand out on ``network``: its host
+    addresses, less the excluded ones and the gateway."""
+    hosts = addressing.ip_set(network.subnet, network.exclude_ips)
+    return hosts.size - (1 if network.gateway in hosts else 0)
+
+
+def _held(view, switch):
+    """How many addresses of the pool the ports of ``switch`` hold (the
+    router port holds the gateway, which is not in the pool)."""
+    held = 0
+    for row in (switch.ports if switch is not None else []):
+        if row.type == "router":
+            continue
+        _mac, ips = held_addresses(row)
+        held += 1 if any(ip.version == 4 for ip in ips) or "dynamic" in row.addresses else 0
+    return held
+
+
+def free_addresses(view, network, switch):
+    """How many addresses are free on ``network``; cheap while the switch
+    has fewer ports than the pool has addresses."""
+    size = pool_size(network)
+    if switch is None or len(switch.ports) < size:
+        return size
+    return size - _held(view, switch)
+
+
+def pool_usage(view, network, switch):
+    """``"a /28 of 11 addresses, 11 held"``: for the exhaustion Event."""
+    return "%s holds %d addresses, %d held" % (network.subnet, pool_size(network), _held(view, switch))
+
+
+def port_security(row):
+    """What a pod port may send as: its MAC with its IPs and the IPv6
+    link-local address the kernel derives from that MAC; OVN drops any
+    other source MAC, source IP or ARP/ND claim. None while OVN has not
+    assigned the port an address yet."""
+    mac, ips = held_addresses(row)
+    if not mac or not any(ip.version == 4 for ip in ips):
+        return None
+    return ["%s %s %s" % (mac, " ".join(str(ip) for ip in ips), addressing.link_local(mac))]
