@@ -109,15 +109,17 @@ class Cluster:
         the event)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.log_text().count(text) >= count:
+            if self.log_text(whole=True).count(text) >= count:
                 return True
             time.sleep(0.1)
         return False
 
-    def log_text(self):
+    def log_text(self, whole=False):
+        """The watcher's log: its last 6000 characters, for a message."""
         self.log.flush()
         self.log.seek(0)
-        return self.log.read()[-6000:]
+        text = self.log.read()
+        return text if whole else text[-6000:]
 
     def stop(self):
         """Stop the watcher, the stand-in and the sandbox (also what a

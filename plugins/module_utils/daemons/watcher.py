@@ -341,9 +341,13 @@ class Watcher:
         if patch and all(found.get(k) == v for k, v in patch.items()):
             self._served(key)
             return      # already done, as the MODIFIED event of our own patch shows
+        # awaited before the ports exist: northd may answer before this
+        # worker looks, and the NB listener must know to queue the key then
+        self.pending.setdefault(key, time.monotonic())
         try:
             self._execute(lambda view: pod_ports.plan_pod(view, owner, requests, self.addresses))
         except ValidationError as exc:
+            self.pending.pop(key, None)
             if exc.reason == pod_ports.EXHAUSTED:
                 self.exhausted.add(key)
             self.report(pod, exc.reason or pod_ports.INVALID, str(exc))
