@@ -43,9 +43,9 @@ INVALID_CONFIG = 7
 TRY_AGAIN = 11
 PLUGIN_NOT_AVAILABLE = 50      # STATUS: the plugin cannot serve ADDs now
 
-_CONTAINER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,511}$")
+_CONTAINER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,511}\Z")
 # Kernel rules: at most 15 bytes, not "." or "..", no '/', ':' or white space.
-_IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}\Z")
 _NS_GET_NSTYPE = 0xB703        # ioctl: which kind of namespace a file is
 _CLONE_NEWNET = 0x40000000
 

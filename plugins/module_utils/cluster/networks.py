@@ -37,7 +37,7 @@ from .wiring import build_batch, check_no_overlap, external_networks
 BACKENDS = ("ovn", "ovs")
 # Outer IPv4 (20) + UDP (8) + Geneve (8) + OVN's option (8) + inner Ethernet (14).
 GENEVE_OVERHEAD = 58
-_PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?$")
+_PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?\Z")
 OPTIONS = ("name", "subnet", "gateway", "subnet6", "gateway6", "exclude_ips", "mtu", "dns",
            "routes", "provider", "backend", "bridge", "vlan")
 

@@ -18,9 +18,9 @@ OWNER_VALUE = "ovn4nfv.k8s"
 
 # OVN names end up in flows, logs and ovn-nbctl arguments: keep them to
 # characters that need no quoting anywhere.
-_OVN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}$")
+_OVN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}\Z")
 # Kernel interface names: at most 15 bytes, no '/', ':' or white space.
-_IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")
 
 
 def ovn_name(value, field):

@@ -50,7 +50,7 @@ DEFAULT_TIMEOUT = 10
 
 _REMOTE_RE = re.compile(
     r"^(?:unix:(?P<path>/\S+)"
-    r"|(?P<proto>tcp|ssl):(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(?P<port>\d{1,5}))$")
+    r"|(?P<proto>tcp|ssl):(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(?P<port>\d{1,5}))\Z")
 
 
 LOG = logging.getLogger("ovn4nfv.ovsdb")
