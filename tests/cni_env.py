@@ -99,6 +99,13 @@ class Env:
         the watcher writes it, and its network namespace. ``ipam`` is a
         list of (interface, provider, network, static IP or None) taken
         for another plugin (ovn4nfv-ipam)."""
+        netns, patch = self.unannounced_pod(name, *requests, ipam=ipam)
+        self.api.set_annotations("default", name, patch)
+        return netns
+
+    def unannounced_pod(self, name, *requests, ipam=None):
+        """As :meth:`pod`, but the interface list is returned, not written:
+        ``(netns path, annotations to write)``."""
         found = {ann.OVN_NETWORK: json.dumps(list(requests))}
         obj = self.api.create_pod("default", name, found)
         owner = pod_ports.Pod("default", name, obj["metadata"]["uid"])
@@ -112,10 +119,9 @@ class Env:
             execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
             patch = db.wait_for(lambda idl: pod_ports.pod_annotations(View(idl), owner, parsed), 20)
             execute(db, lambda v: pod_ports.plan_port_security(v, owner, parsed), write=True)
-        self.api.set_annotations("default", name, patch)
         netns = "o4n-%s-%s" % (self.node.tag, name)
         self.node._add_ns(netns)
-        return "/var/run/netns/" + netns
+        return "/var/run/netns/" + netns, patch
 
     def cni(self, command, name, netns, container_id, plugin=None, ifname="eth0", namespace="default", **config):
         conf = dict({"cniVersion": "1.0.0", "name": "ovn", "type": "ovn4nfv", "server_socket": self.socket},

@@ -81,6 +81,7 @@ class KubeAPIStandIn:
         self.failures = 0
         self.targeted = {}          # (method, path suffix) -> (count, code)
         self.targeted_failed = 0
+        self.watches = 0             # watch requests served so far
         self.requests = 0
         self.dropped = 0             # bumped to end open watches
         self.connections = set()     # open client sockets, closed by go_away
@@ -344,6 +345,9 @@ def _handler(api):
             self.wfile.flush()
 
         def _watch(self, kind, ns, query):
+            with api.lock:
+                api.watches += 1
+                api.lock.notify_all()
             since = int(query.get("resourceVersion") or 0)
             deadline = time.monotonic() + float(query.get("timeoutSeconds") or 60)
             self.send_response(200)

@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import array
 import fcntl
 import hashlib
 import json
@@ -31,6 +32,7 @@ SUPPORTED_VERSIONS = ("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
 COMMANDS = ("ADD", "DEL", "CHECK", "VERSION", "STATUS", "GC")
 DEFAULT_SOCKET = "/run/ovn4nfv/agent.sock"
 DEFAULT_TIMEOUT = 120
+MAX_STDIN = 1 << 20            # characters of network configuration read
 
 # CNI error codes (specification, "Error codes")
 INCOMPATIBLE_VERSION = 1
@@ -76,50 +78,116 @@ def parse_cni_args(text):
     return out
 
 
-def check_netns(path):
-    """Refuse a namespace path that is missing, is not a network namespace,
-    or is the node's own network namespace (compared by identity: runtimes
-    pass /var/run/netns/... and /proc/<pid>/ns/net alike)."""
+def open_netns(path):
+    """Open the namespace at ``path`` once, without blocking (a FIFO or a
+    device fails at once instead of hanging), and check it on that
+    descriptor (:func:`check_netns_fd`). Returns the descriptor: from then
+    on only it is used, so a path swapped after the check changes nothing."""
     try:
-        handle = os.open(path, os.O_RDONLY)
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise CNIError(UNKNOWN_CONTAINER, "CNI_NETNS: %s does not exist" % path)
     except OSError as exc:
         raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %s cannot be opened (%s)" % (path, exc.strerror))
     try:
-        try:
-            kind = fcntl.ioctl(handle, _NS_GET_NSTYPE)
-        except OSError:
-            kind = None
-        if kind != _CLONE_NEWNET:
-            raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %s is not a network namespace" % path)
-        mine = os.stat("/proc/self/ns/net")
-        theirs = os.fstat(handle)
+        check_netns_fd(handle, path)
+    except Exception:
+        os.close(handle)
+        raise
+    return handle
+
+
+def check_netns_fd(handle, path, forbidden=()):
+    """Refuse a descriptor that is not a network namespace, or is this
+    process's own network namespace or one of ``forbidden`` (paths of
+    namespaces never to touch, such as the node's); compared by identity,
+    since runtimes pass /var/run/netns/... and /proc/<pid>/ns/net alike."""
+    try:
+        kind = fcntl.ioctl(handle, _NS_GET_NSTYPE)
+    except OSError:
+        kind = None
+    if kind != _CLONE_NEWNET:
+        raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %s is not a network namespace" % path)
+    theirs = os.fstat(handle)
+    for other in ("/proc/self/ns/net",) + tuple(f for f in forbidden if f):
+        mine = os.stat(other)
         if (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino):
             raise CNIError(INVALID_ENVIRONMENT,
                            "CNI_NETNS: %s is the node's own network namespace; refusing to touch it" % path)
-    finally:
-        os.close(handle)
 
 
-def parse_request(environ, stdin_text):
+def check_netns(path):
+    """Refuse a namespace path that is missing, is not a network namespace,
+    or is the node's own network namespace."""
+    os.close(open_netns(path))
+
+
+def _no_constant(name):
+    raise ValueError("%s is not a number JSON allows" % name)
+
+
+def load_config(stdin_text):
+    """The network configuration on stdin: at most :data:`MAX_STDIN`
+    characters of JSON, no NaN or Infinity, nesting the parser survives."""
+    if len(stdin_text) > MAX_STDIN:
+        raise CNIError(DECODE_FAILURE, "the network configuration on stdin is %d characters; at most %d" % (
+            len(stdin_text), MAX_STDIN))
+    try:
+        config = json.loads(stdin_text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise CNIError(DECODE_FAILURE, "the network configuration on stdin is not JSON: %s" % str(exc)[:200])
+    if not isinstance(config, dict):
+        raise CNIError(DECODE_FAILURE, "the network configuration on stdin is not a JSON object")
+    return config
+
+
+# the types of the configuration fields this product reads
+_FIELD_TYPES = (("name", str), ("type", str), ("cniVersion", str), ("provider", str), ("mode", str),
+                ("bridge", str), ("network", str), ("server_socket", str), ("mtu", int),
+                ("vlan", int), ("trunk", list), ("ipam", dict), ("timeout", (int, float)))
+
+
+def check_config(config):
+    """Every configuration field this product reads has its type (a bool
+    is no number here), and ``mtu`` a sane value. For another plugin's
+    configuration (ovn4nfv-ipam serving macvlan, say) only ``ipam`` is
+    this product's."""
+    if not isinstance(config.get("ipam", {}), dict):
+        raise CNIError(INVALID_CONFIG, "ipam: %r is not dict" % config["ipam"])
+    fields = _FIELD_TYPES if config.get("type") == "ovn4nfv" else _FIELD_TYPES[:3]
+    for field, kind in fields:
+        value = config.get(field)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise CNIError(INVALID_CONFIG, "%s: %r is not %s" % (
+                field, value, getattr(kind, "__name__", "a number")))
+    if config.get("type") == "ovn4nfv" and config.get("mtu") is not None and not 576 <= config["mtu"] <= 65535:
+        raise CNIError(INVALID_CONFIG, "mtu: %r is not from 576 to 65535" % config["mtu"])
+    if config.get("type") == "ovn4nfv" and config.get("mode") not in (None, "ovs"):
+        raise CNIError(INVALID_CONFIG, "mode: %r is not ovs" % config["mode"])
+    ipam = config.get("ipam") or {}
+    for field in ("type", "provider", "server_socket"):
+        if ipam.get(field) is not None and not isinstance(ipam[field], str):
+            raise CNIError(INVALID_CONFIG, "ipam.%s: %r is not str" % (field, ipam[field]))
+
+
+def parse_request(environ, stdin_text, open_path=True):
     """Check a CNI request; return ``{command, version, config, container_id,
-    netns, ifname, args}``. Raises :class:`CNIError` with the right code."""
+    netns, ifname, args}``. Raises :class:`CNIError` with the right code.
+    ``open_path`` false: the caller checks the namespace on a descriptor
+    it was handed instead (the node agent)."""
     command = environ.get("CNI_COMMAND")
     if command not in COMMANDS:
         raise CNIError(INVALID_ENVIRONMENT, "CNI_COMMAND: %r is not one of %s" % (command, ", ".join(COMMANDS)))
     config = {}
     if command != "VERSION" or stdin_text.strip():
-        try:
-            config = json.loads(stdin_text)
-        except ValueError as exc:
-            raise CNIError(DECODE_FAILURE, "the network configuration on stdin is not JSON: %s" % exc)
-        if not isinstance(config, dict):
-            raise CNIError(DECODE_FAILURE, "the network configuration on stdin is not a JSON object")
+        config = load_config(stdin_text)
+        check_config(config)
     version = config.get("cniVersion", SPEC_VERSION)
     if command != "VERSION" and version not in SUPPORTED_VERSIONS:
         raise CNIError(INCOMPATIBLE_VERSION, "cniVersion %r is not supported; supported: %s" % (
             version, ", ".join(SUPPORTED_VERSIONS)), "")
+    if command == "CHECK" and version in ("0.3.0", "0.3.1"):
+        raise CNIError(INCOMPATIBLE_VERSION, "CHECK needs cniVersion 0.4.0 or later, not %s" % version, "")
     request = {"command": command, "version": version, "config": config}
     if command in ("VERSION", "STATUS", "GC"):
         return request
@@ -133,12 +201,13 @@ def parse_request(environ, stdin_text):
         raise CNIError(INVALID_ENVIRONMENT,
                        "CNI_IFNAME: %r is not a valid interface name (1-15 of letters, digits, '_', '.', '-')" % ifname)
     netns = environ.get("CNI_NETNS", "")
-    if command == "ADD" or (command == "CHECK"):
+    if command in ("ADD", "CHECK"):
         if not netns:
             raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %s needs a network namespace" % command)
-        check_netns(netns)
-    elif netns and os.path.exists(netns):
-        check_netns(netns)       # DEL: a namespace that is already gone is fine
+        if open_path:
+            check_netns(netns)
+    # DEL never enters the namespace: whatever its path has become (gone, a
+    # plain file, another namespace), the pod's ports and veths are removed
     request.update(container_id=container, ifname=ifname, netns=netns,
                    args=parse_cni_args(environ.get("CNI_ARGS")))
     return request
@@ -187,8 +256,9 @@ def result(version, entries, sandbox, host_interfaces=None):
     return {"cniVersion": version, "interfaces": interfaces, "ips": ips, "routes": routes, "dns": {}}
 
 
-def call_agent(socket_path, message, timeout):
-    """Send one message to the node agent; return its answer (a dict)."""
+def call_agent(socket_path, message, timeout, fds=()):
+    """Send one message to the node agent, with ``fds`` (descriptors) as
+    ancillary data; return its answer (a dict)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -198,7 +268,10 @@ def call_agent(socket_path, message, timeout):
             raise CNIError(TRY_AGAIN, "the node agent is not reachable at %s (%s)" % (
                 socket_path, exc.strerror or exc), "is the ovn4nfv node agent running?")
         try:
-            sock.sendall(json.dumps(message).encode() + b"\n")
+            data = json.dumps(message).encode() + b"\n"
+            sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]) \
+                if fds else 0
+            sock.sendall(data[sent:])
             data = b""
             while not data.endswith(b"\n"):
                 chunk = sock.recv(65536)
@@ -235,15 +308,21 @@ def run(environ, stdin_text):
         timeout = config.get("timeout") or DEFAULT_TIMEOUT
         if not isinstance(socket_path, str) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise CNIError(INVALID_CONFIG, "server_socket must be a path and timeout a positive number")
-        # The agent checks the same request again, with the same rules.
+        # The agent checks the same request again, with the same rules, and
+        # the namespace on the descriptor opened and checked here, never
+        # by its path again.
         message = {"env": dict((k, v) for k, v in environ.items() if k.startswith("CNI_")),
                    "stdin": stdin_text}
+        fds = [open_netns(request["netns"])] if request["command"] in ("ADD", "CHECK") else []
         try:
-            answer = call_agent(socket_path, message, timeout)
+            answer = call_agent(socket_path, message, timeout, fds)
         except CNIError as exc:
             if request["command"] == "STATUS":
                 raise CNIError(PLUGIN_NOT_AVAILABLE, exc.msg, exc.details)
             raise
+        finally:
+            for fd in fds:
+                os.close(fd)
         if "error" in answer:
             error = answer["error"]
             raise CNIError(error.get("code", IO_FAILURE), error.get("msg", "the node agent failed"),

@@ -7,6 +7,7 @@ writes them, with the same core functions."""
 import json
 import os
 import subprocess
+import threading
 import time
 
 import netaddr
@@ -159,13 +160,56 @@ def test_restarted_agent_sweeps_ports_no_pod_needs(env):
     box.run("ovs-vsctl", "--db=" + box.ovs_db, "add-port", "br-int", "foreign0")
     env.start_agent()
     stale = sorted([pods["sw-gone"][1], pods["sw-rebooted"][1]])
-    assert env.wait_log("sweep: removed 2 stale ports", 30), env.log_text()
+    assert env.wait_log("sweep: removed 2 stale ports: " + ", ".join(stale), 30), env.log_text()
     ports = box.run("ovs-vsctl", "--db=" + box.ovs_db, "list-ports", "br-int").split()
     assert pods["sw-live"][1] in ports and "foreign0" in ports and not set(stale) & set(ports), (ports, stale)
     links = env.node_links()
     assert pods["sw-live"][1] in links and not set(stale) & set(links), (links, stale, env.log_text())
     assert ", ".join(stale) in env.log_text()
     box.run("ovs-vsctl", "--db=" + box.ovs_db, "del-port", "br-int", "foreign0")
+
+
+def test_namespace_swapped_after_the_check_is_not_followed(env, tmp_path):
+    """CNI_NETNS is a symlink to the pod's namespace when the plugin checks
+    it, and is turned to the node's own while the agent waits for the
+    interface list. The agent must build in the namespace that was checked:
+    the pod's; nothing may appear in the node's."""
+    netns, patch = env.unannounced_pod("swapped", {"name": "net1", "interface": "net7"})
+    link = str(tmp_path / "netns-link")
+    os.symlink(netns, link)
+    watches = env.api.watches
+    outcome = {}
+    adding = threading.Thread(target=lambda: outcome.update(answer=env.cni("ADD", "swapped", link, "ctr-swap")))
+    adding.start()
+    try:
+        # the agent has checked nothing by path since; it now waits on a watch of the pod
+        assert env.api.wait(lambda api: api.watches > watches, 30), env.log_text()
+        os.unlink(link)
+        os.symlink("/var/run/netns/" + env.node.ns, link)
+        env.api.set_annotations("default", "swapped", patch)
+    finally:
+        adding.join(60)
+    code, result, err = outcome["answer"]
+    assert code == 0, (result, err, env.log_text())
+    assert "net7" not in env.node_links(), "an interface was made in the node's namespace"
+    assert "net7" in ip("ip", "-o", "link", netns=netns).stdout, "the pod's namespace got it"
+    assert "172.16.1." not in ip("ip", "-o", "-4", "addr", netns=env.node.ns).stdout
+
+
+def test_del_with_a_stale_namespace_path_leaves_no_port(env, tmp_path):
+    netns = env.pod("stale", {"name": "net1", "interface": "net0"})
+    code, result, _err = env.cni("ADD", "stale", netns, "ctr-stale")
+    assert code == 0, result
+    host = [i["name"] for i in result["interfaces"] if not i.get("sandbox")][0]
+    ip("ip", "netns", "delete", os.path.basename(netns))
+    plain = str(tmp_path / "stale-netns")
+    with open(plain, "w") as handle:
+        handle.write("the namespace is gone; a file took its path")
+    code, out, err = env.cni("DEL", "stale", plain, "ctr-stale")
+    assert code == 0, (out, err, env.log_text())
+    box = env.node.box
+    assert host not in box.run("ovs-vsctl", "--db=" + box.ovs_db, "list-ports", "br-int").split()
+    assert host not in env.node_links()
 
 
 def test_missing_interface_list_times_out_and_leaves_nothing(env):

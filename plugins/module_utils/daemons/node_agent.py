@@ -136,10 +136,20 @@ class NodeAgent:
         os.makedirs(os.path.dirname(self.config.socket) or ".", exist_ok=True)
         agent = self
 
-        class Handler(socketserver.StreamRequestHandler):
+        class Handler(socketserver.BaseRequestHandler):
             def handle(self):
-                line = self.rfile.readline()
-                self.wfile.write(json.dumps(agent.answer(line)).encode() + b"\n")
+                data, fds = b"", []
+                try:
+                    while not data.endswith(b"\n") and len(data) <= 2 * cni.MAX_STDIN:
+                        chunk, received, _flags, _address = socket.recv_fds(self.request, 65536, 4)
+                        fds.extend(received)
+                        if not chunk:
+                            break
+                        data += chunk
+                    self.request.sendall(json.dumps(agent.answer(data, fds)).encode() + b"\n")
+                finally:
+                    for fd in fds:
+                        os.close(fd)
 
         class Server(socketserver.ThreadingUnixStreamServer):
             daemon_threads = True
@@ -163,12 +173,16 @@ class NodeAgent:
         if self.server is not None:
             threading.Thread(target=self.server.shutdown, daemon=True).start()
 
-    def answer(self, line):
+    def answer(self, line, fds=()):
+        """One request from the plugin: its JSON line and the descriptors
+        it sent (the pod's namespace, opened and checked by the plugin)."""
         version = cni.SPEC_VERSION
         try:
             message = json.loads(line.decode() or "null")
-            request = cni.parse_request(message["env"], message["stdin"])
+            request = cni.parse_request(message["env"], message["stdin"], open_path=False)
             request["env"], request["stdin"] = message["env"], message["stdin"]
+            if request["command"] in ("ADD", "CHECK"):
+                request["pod_netns"] = self._pod_netns(request, fds)
             version = request["version"]
             command = request["command"]
             config = request["config"]
@@ -194,6 +208,17 @@ class NodeAgent:
         except Exception as exc:  # noqa: a CNI error, never a dead connection
             LOG.exception("request failed")
             return {"error": cni.CNIError(cni.IO_FAILURE, str(exc)).to_json(version)}
+
+    def _pod_netns(self, request, fds):
+        """A path to the namespace the plugin opened and sent: the agent's
+        own descriptor of it (``/proc/<pid>/fd/<n>``), which names that
+        namespace whatever ``CNI_NETNS`` has become since. Checked again
+        here, against the agent's own and the node's namespace."""
+        if len(fds) != 1:
+            raise cni.CNIError(cni.INVALID_ENVIRONMENT, "CNI_NETNS: the plugin sent %d namespace descriptors, "
+                               "not 1" % len(fds))
+        cni.check_netns_fd(fds[0], request["netns"], forbidden=[self.config.node_netns])
+        return "/proc/%d/fd/%d" % (os.getpid(), fds[0])
 
     # -- the pod's interface list ------------------------------------------------
     def _pod(self, request):
@@ -252,12 +277,12 @@ class NodeAgent:
         uid, entries = self._entries(namespace, name)
         config = request["config"]
         entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
-        netns = request["netns"]
+        netns = request["pod_netns"]
         with NetNS(netns) as pod_ns:
             for entry in entries:
                 if pod_ns.link_lookup(ifname=entry["interface"]):
                     raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (
-                        entry["interface"], netns))
+                        entry["interface"], request["netns"]))
         netdev = self._netdev()
         hosts = [(cni.host_ifname(uid, entry["interface"]), entry) for entry in entries]
         made = []
@@ -274,7 +299,7 @@ class NodeAgent:
             macs = [(host, ipr.get_links(ipr.link_lookup(ifname=host)[0])[0].get_attr("IFLA_ADDRESS"))
                     for host in made]
         LOG.info("ADD %s/%s: %s", namespace, name, ", ".join(e["interface"] for e in entries))
-        return cni.result(request["version"], entries, netns, macs)
+        return cni.result(request["version"], entries, request["netns"], macs)
 
     def _node(self):
         """Netlink in the node's network namespace."""
@@ -361,7 +386,8 @@ class NodeAgent:
             return None
         if not self.ovs.read(lambda idl: any(b.name == bridge for b in idl.tables["Bridge"].rows.values())):
             raise cni.CNIError(cni.INVALID_CONFIG, "bridge: OVS bridge %s does not exist on this node" % bridge)
-        with NetNS(request["netns"]) as pod_ns:
+        pod_netns = request["pod_netns"]
+        with NetNS(pod_netns) as pod_ns:
             if pod_ns.link_lookup(ifname=request["ifname"]):
                 raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (
                     request["ifname"], request["netns"]))
@@ -371,9 +397,9 @@ class NodeAgent:
         try:
             with self._node() as ipr:
                 ipr.link("add", ifname=host, kind="veth",
-                         peer={"ifname": request["ifname"], "net_ns_fd": request["netns"]})
+                         peer={"ifname": request["ifname"], "net_ns_fd": pod_netns})
                 ipr.link("set", index=ipr.link_lookup(ifname=host)[0], state="up")
-            with NetNS(request["netns"]) as pod_ns:
+            with NetNS(pod_netns) as pod_ns:
                 index = pod_ns.link_lookup(ifname=request["ifname"])[0]
                 pod_ns.link("set", index=index, state="up", **({"mtu": config["mtu"]} if config.get("mtu") else {}))
                 for address in addresses.get("ips") or []:
@@ -383,7 +409,7 @@ class NodeAgent:
                     pod_ns.route("add", dst=route["dst"], gateway=route.get("gw"), oif=index)
                 mac = pod_ns.get_links(index)[0].get_attr("IFLA_ADDRESS")
             if netdev:
-                tx_offload_off(request["netns"], request["ifname"])
+                tx_offload_off(pod_netns, request["ifname"])
             port = {"name": host, "bridge": bridge, "external_ids": {K_CONTAINER: request["container_id"]}}
             if vlan is not None:
                 port["tag"] = vlan
@@ -448,7 +474,7 @@ class NodeAgent:
         namespace, name = self._pod(request)
         _uid, entries = self._entries(namespace, name)
         entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
-        with NetNS(request["netns"]) as pod_ns:
+        with NetNS(request["pod_netns"]) as pod_ns:
             for entry in entries:
                 found = pod_ns.link_lookup(ifname=entry["interface"])
                 if not found:
