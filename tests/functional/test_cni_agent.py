@@ -102,13 +102,32 @@ def test_port_security_drops_a_pod_that_claims_another_pods_addresses(env):
 
 def test_check_passes_then_fails_when_an_address_is_removed(env):
     netns = env.pod("pc", {"name": "net1", "interface": "net0"})
-    assert env.cni("ADD", "pc", netns, "ctr-c")[0] == 0
-    code, out, _err = env.cni("CHECK", "pc", netns, "ctr-c")
+    code, added, _err = env.cni("ADD", "pc", netns, "ctr-c")
+    assert code == 0, added
+    code, out, _err = env.cni("CHECK", "pc", netns, "ctr-c", prevResult=added)
     assert code == 0, out
     address = ip("ip", "-o", "-4", "addr", "show", "net0", netns=netns).stdout.split()[3]
     ip("ip", "addr", "del", address, "dev", "net0", netns=netns)
-    code, out, _err = env.cni("CHECK", "pc", netns, "ctr-c")
+    code, out, _err = env.cni("CHECK", "pc", netns, "ctr-c", prevResult=added)
     assert code == 1 and out["code"] == 103 and address in out["msg"]
+
+
+def test_check_follows_the_specification(env):
+    """CHECK needs prevResult, compares it with what exists, and verifies
+    that the interfaces were added for the container it names."""
+    netns = env.pod("pk", {"name": "net1", "interface": "net0"})
+    code, added, _err = env.cni("ADD", "pk", netns, "ctr-k")
+    assert code == 0, added
+    code, out, _err = env.cni("CHECK", "pk", netns, "ctr-k")
+    assert code == 1 and out["code"] == 7 and "prevResult" in out["msg"], out
+    code, out, _err = env.cni("CHECK", "pk", netns, "ctr-other", prevResult=added)
+    assert code == 1 and out["code"] == 103 and "ctr-other" in out["msg"], out
+    claimed = json.loads(json.dumps(added))
+    claimed["ips"][0]["address"] = "172.16.1.250/24"       # the ADD's result says more than exists
+    code, out, _err = env.cni("CHECK", "pk", netns, "ctr-k", prevResult=claimed)
+    assert code == 1 and out["code"] == 103 and "172.16.1.250/24" in out["msg"], out
+    code, out, _err = env.cni("CHECK", "pk", netns, "ctr-k", prevResult=added, cniVersion="0.3.1")
+    assert code == 1 and out["code"] == 1, out
 
 
 def test_add_onto_an_existing_interface_fails(env):

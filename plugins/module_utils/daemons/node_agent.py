@@ -28,7 +28,6 @@ import logging
 import os
 import socket
 import socketserver
-import subprocess
 import threading
 
 from .. import cni
@@ -39,6 +38,7 @@ from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import reconcile
 from ..resources.ovs import OVS_TABLES, Port
 from . import settings as daemon
+from .ovs_attachment import INTERFACE_EXISTS, K_CONTAINER, OvsAttachment
 
 try:
     from pyroute2 import IPRoute, NetNS
@@ -49,10 +49,8 @@ except ImportError:  # pragma: no cover - the agent needs them; modules do not
     HAS_AGENT_LIBRARIES = False
 
 LOG = logging.getLogger("ovn4nfv.node_agent")
-K_CONTAINER = "ovn4nfv-container-id"
 K_POD_UID = "ovn4nfv-pod-uid"
 K_INTERFACE = "ovn4nfv-interface"
-INTERFACE_EXISTS = 100        # plugin-specific CNI error: ADD onto an existing interface
 ANNOTATION_TIMEOUT = 101      # plugin-specific CNI error: the watcher wrote nothing in time
 NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did not install the port
 CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
@@ -75,7 +73,7 @@ class AgentConfig(daemon.Settings):
                 "sweep_seconds": 60}
 
 
-class NodeAgent:
+class NodeAgent(OvsAttachment):
     """Serves CNI requests; :meth:`run` blocks until :meth:`stop`."""
 
     def __init__(self, config, api_client=None):
@@ -357,96 +355,6 @@ class NodeAgent:
             raise cni.CNIError(NOT_INSTALLED, "ovn-controller did not install %s within %ss" % (
                 ", ".join(hosts), self.config.install_seconds))
 
-    # -- the OVS bridge attachment (the ovs-cni design) -------------------------
-    def ovs_attachment(self, request):
-        """``{"type": "ovn4nfv", "mode": "ovs", "bridge": ..., "vlan": N}``:
-        the interface as an access port of a plain OVS bridge (or a trunk,
-        with ``trunk: [{"id": N} | {"minID": a, "maxID": b}]``); its
-        addresses from the ``ipam`` plugin the config names, as CNI
-        plugins delegate."""
-        config, command = request["config"], request["command"]
-        bridge, vlan = config.get("bridge"), config.get("vlan")
-        if not bridge:
-            raise cni.CNIError(cni.INVALID_CONFIG, "bridge: mode ovs needs the OVS bridge to attach to")
-        if vlan is not None and (not isinstance(vlan, int) or not 0 <= vlan <= 4094):
-            raise cni.CNIError(cni.INVALID_CONFIG, "vlan: %r is not a VLAN ID (0-4094)" % vlan)
-        trunks = []
-        for item in config.get("trunk") or []:
-            low, high = item.get("id", item.get("minID")), item.get("id", item.get("maxID"))
-            if not all(isinstance(v, int) and 0 <= v <= 4094 for v in (low, high)) or low > high:
-                raise cni.CNIError(cni.INVALID_CONFIG, "trunk: %r is not a VLAN or a range of them" % item)
-            trunks.extend(range(low, high + 1))
-        host = cni.host_ifname(request["container_id"], request["ifname"])
-        if command == "DEL":
-            self._remove([host])
-            if config.get("ipam"):
-                self._delegate_ipam(request)
-            return None
-        if command != "ADD":
-            return None
-        if not self.ovs.read(lambda idl: any(b.name == bridge for b in idl.tables["Bridge"].rows.values())):
-            raise cni.CNIError(cni.INVALID_CONFIG, "bridge: OVS bridge %s does not exist on this node" % bridge)
-        pod_netns = request["pod_netns"]
-        with NetNS(pod_netns) as pod_ns:
-            if pod_ns.link_lookup(ifname=request["ifname"]):
-                raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (
-                    request["ifname"], request["netns"]))
-        addresses = self._delegate_ipam(request) if config.get("ipam") else {"ips": [], "routes": []}
-        netdev = self.ovs.read(lambda idl: any(b.name == bridge and b.datapath_type == "netdev"
-                                               for b in idl.tables["Bridge"].rows.values()))
-        try:
-            with self._node() as ipr:
-                ipr.link("add", ifname=host, kind="veth",
-                         peer={"ifname": request["ifname"], "net_ns_fd": pod_netns})
-                ipr.link("set", index=ipr.link_lookup(ifname=host)[0], state="up")
-            with NetNS(pod_netns) as pod_ns:
-                index = pod_ns.link_lookup(ifname=request["ifname"])[0]
-                pod_ns.link("set", index=index, state="up", **({"mtu": config["mtu"]} if config.get("mtu") else {}))
-                for address in addresses.get("ips") or []:
-                    ip, _sep, prefix = address["address"].partition("/")
-                    pod_ns.addr("add", index=index, address=ip, prefixlen=int(prefix))
-                for route in addresses.get("routes") or []:
-                    pod_ns.route("add", dst=route["dst"], gateway=route.get("gw"), oif=index)
-                mac = pod_ns.get_links(index)[0].get_attr("IFLA_ADDRESS")
-            if netdev:
-                tx_offload_off(pod_netns, request["ifname"])
-            port = {"name": host, "bridge": bridge, "external_ids": {K_CONTAINER: request["container_id"]}}
-            if vlan is not None:
-                port["tag"] = vlan
-            if trunks:
-                port["trunks"] = trunks
-            reconcile(Port(), [port], "merged", self.ovs)
-        except Exception:
-            self._remove([host])
-            raise
-        ips = [dict(a, interface=0) for a in addresses.get("ips") or []]
-        return {"cniVersion": request["version"], "interfaces": [
-            {"name": request["ifname"], "mac": mac, "sandbox": request["netns"]}],
-            "ips": ips, "routes": addresses.get("routes") or [], "dns": {}}
-
-    def _delegate_ipam(self, request):
-        """Run the IPAM plugin the config names, from CNI_PATH, with the
-        same request, as CNI plugins delegate; return its result."""
-        kind = request["config"]["ipam"].get("type")
-        if not kind or "/" in kind:
-            raise cni.CNIError(cni.INVALID_CONFIG, "ipam.type: %r is not a plugin name" % kind)
-        for directory in request["env"].get("CNI_PATH", "").split(":"):
-            path = os.path.join(directory, kind)
-            if directory and os.path.isfile(path) and os.access(path, os.X_OK):
-                break
-        else:
-            raise cni.CNIError(cni.INVALID_CONFIG, "ipam.type: no plugin %s in CNI_PATH" % kind)
-        proc = subprocess.run([path], input=request["stdin"], env=request["env"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, timeout=60, check=False)
-        try:
-            answer = json.loads(proc.stdout) if proc.stdout.strip() else {}
-        except ValueError:
-            raise cni.CNIError(cni.IO_FAILURE, "IPAM plugin %s answered no JSON: %s" % (kind, proc.stdout[:200]))
-        if proc.returncode != 0:
-            raise cni.CNIError(answer.get("code", cni.IO_FAILURE), "IPAM plugin %s: %s" % (
-                kind, answer.get("msg", proc.stderr.strip()[:200])))
-        return answer
-
     # -- DEL ---------------------------------------------------------------
     def delete(self, request):
         """Remove the container's interfaces and ports; called once per
@@ -471,23 +379,45 @@ class NodeAgent:
 
     # -- CHECK -------------------------------------------------------------
     def check(self, request):
+        """CHECK as the specification defines it: the interfaces were added
+        for this container, and what the pod's interface list and the ADD's
+        result (``prevResult``) say exists in the pod, as they say it."""
         namespace, name = self._pod(request)
-        _uid, entries = self._entries(namespace, name)
+        uid, entries = self._entries(namespace, name)
         entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
+        previous = request["config"].get("prevResult")
+        if not isinstance(previous, dict):
+            raise cni.CNIError(cni.INVALID_CONFIG, "prevResult: CHECK needs the result of the ADD")
+        hosts = [cni.host_ifname(uid, entry["interface"]) for entry in entries]
+        owners = self.ovs.read(lambda idl: dict((i.name, i.external_ids.get(K_CONTAINER))
+                                                for i in idl.tables["Interface"].rows.values() if i.name in hosts))
+        for host, entry in zip(hosts, entries):
+            if owners.get(host) != request["container_id"]:
+                raise cni.CNIError(CHECK_FAILED, "interface %s was not added for container %s" % (
+                    entry["interface"], request["container_id"]))
+        wanted = [(e["interface"], e["mac_address"], e["ip_address"]) for e in entries]
+        interfaces = previous.get("interfaces") if isinstance(previous.get("interfaces"), list) else []
+        for item in previous.get("ips") if isinstance(previous.get("ips"), list) else []:
+            index = item.get("interface") if isinstance(item, dict) else None
+            if isinstance(index, int) and 0 <= index < len(interfaces) and interfaces[index].get("sandbox"):
+                wanted.append((interfaces[index].get("name"), interfaces[index].get("mac"), item.get("address")))
         with NetNS(request["pod_netns"]) as pod_ns:
-            for entry in entries:
-                found = pod_ns.link_lookup(ifname=entry["interface"])
-                if not found:
-                    raise cni.CNIError(CHECK_FAILED, "interface %s is missing" % entry["interface"])
-                link = pod_ns.get_links(found[0])[0]
-                if link.get_attr("IFLA_ADDRESS") != entry["mac_address"]:
-                    raise cni.CNIError(CHECK_FAILED, "interface %s has MAC %s, not %s" % (
-                        entry["interface"], link.get_attr("IFLA_ADDRESS"), entry["mac_address"]))
-                ip, _sep, prefix = entry["ip_address"].partition("/")
-                addresses = set((a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in pod_ns.get_addr(index=found[0]))
-                if (ip, int(prefix)) not in addresses:
-                    raise cni.CNIError(CHECK_FAILED, "interface %s lacks the address %s" % (
-                        entry["interface"], entry["ip_address"]))
+            for interface, mac, address in wanted:
+                self._check_interface(pod_ns, interface, mac, address)
+
+    @staticmethod
+    def _check_interface(pod_ns, interface, mac, address):
+        found = pod_ns.link_lookup(ifname=interface)
+        if not found:
+            raise cni.CNIError(CHECK_FAILED, "interface %s is missing" % interface)
+        link = pod_ns.get_links(found[0])[0]
+        if mac and link.get_attr("IFLA_ADDRESS") != mac:
+            raise cni.CNIError(CHECK_FAILED, "interface %s has MAC %s, not %s" % (
+                interface, link.get_attr("IFLA_ADDRESS"), mac))
+        ip, _sep, prefix = str(address).partition("/")
+        addresses = set((a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in pod_ns.get_addr(index=found[0]))
+        if not prefix.isdigit() or (ip, int(prefix)) not in addresses:
+            raise cni.CNIError(CHECK_FAILED, "interface %s lacks the address %s" % (interface, address))
 
 
 def main(argv=None):
