@@ -52,10 +52,11 @@ class InterfaceRequest:
     addresses fit the network is checked when the network is known."""
 
     def __init__(self, network, interface, ip=None, mac=None, default_gateway=False, routes=(),
-                 where="", provider=None, ipam=False):
+                 where="", provider=None, ipam=False, prefix=None):
         self.network = network
         self.interface = interface
         self.ip = ip                  # IPAddress, or None for dynamic
+        self.prefix = prefix          # the prefix length written beside ip, or None
         self.mac = mac                # canonical MAC, or None for dynamic
         self.default_gateway = default_gateway
         self.routes = list(routes)    # [{"dst": CIDR, "gw": IP}]
@@ -116,8 +117,7 @@ def _request(entry, where):
     mac = addressing.parse_mac(_exact(mac, where + ".mac_address"), where + ".mac_address") \
         if mac not in (None, "") else None
     default = _flag(_first(entry, "default_gateway", "defaultGateway"), where + ".default_gateway")
-    request = InterfaceRequest(network, interface, ip, mac, default, (), where)
-    request.prefix = prefix
+    request = InterfaceRequest(network, interface, ip, mac, default, (), where, prefix=prefix)
     for index, route in enumerate(_first(entry, "routes") or []):
         _add_route(request, route, "%s.routes[%d]" % (where, index))
     return request
@@ -230,7 +230,7 @@ def parse_multus(annotations, namespace):
             raise ValidationError("%s: %d selections; at most %d" % (MULTUS_NETWORKS, len(parts), MAX_INTERFACES * 3))
         for index, part in enumerate(parts):
             where = "%s[%d]" % (MULTUS_NETWORKS, index)
-            match = _SELECTION.match(part) if part == part.strip() else None
+            match = _SELECTION.match(part)
             if not match:
                 raise ValidationError("%s: %r is not [namespace/]name[@interface]" % (where, part))
             selections.append({"name": match.group("name"), "namespace": match.group("ns") or namespace,

@@ -147,14 +147,21 @@ def plan_pod(view, pod, requests, addresses=None):
         # the Event's reason: the gravest kind among the problems
         reason = min((p[0] for p in problems), key=REASONS.index)
         raise ValidationError([p[1] for p in problems], reason=reason)
+    batch = _port_batch(view, items, "replaced")
+    if batch.changed:
+        first = next(c for c in batch.plans[0].changes if c.ops)
+        first.ops[:0] = [Op("verify", "Logical_Switch", switch, "ports")
+                         for _name, switch in sorted(verify.items())]
+    return batch
+
+
+def _port_batch(view, items, state):
+    """The :class:`Batch` that brings the switch ports ``items`` to
+    ``state``: empty when there are none."""
     batch = Batch()
     if items:
         resource = LogicalSwitchPort()
-        result = batch.add(plan(resource, validate_config(resource, items, "replaced"), "replaced", view))
-        if result.changed:
-            first = next(c for c in result.changes if c.ops)
-            first.ops[:0] = [Op("verify", "Logical_Switch", switch, "ports")
-                             for _name, switch in sorted(verify.items())]
+        batch.add(plan(resource, validate_config(resource, items, state), state, view))
     return batch
 
 
@@ -166,8 +173,7 @@ def _check_static_ip(request, network):
     subnet = network.subnet if request.ip.version == 4 else network.subnet6
     if subnet is None or request.ip not in subnet:
         raise ValidationError("%s: %s is outside network %s (%s)" % (field, request.ip, network.name, subnet))
-    addressing.require_prefix(getattr(request, "prefix", None), subnet, field, "%s/%s" % (
-        request.ip, getattr(request, "prefix", None)))
+    addressing.require_prefix(request.prefix, subnet, field, "%s/%s" % (request.ip, request.prefix))
     if request.ip in (network.gateway, network.gateway6):
         raise ValidationError("%s: %s is network %s's gateway" % (field, request.ip, network.name))
     if request.ip.version != 4:
@@ -195,11 +201,7 @@ def plan_port_security(view, pod, requests):
         wanted = port_security(row)
         if wanted is not None and sorted(row.port_security) != wanted:
             items.append({"name": row.name, "switch": request.network, "port_security": wanted})
-    batch = Batch()
-    if items:
-        resource = LogicalSwitchPort()
-        batch.add(plan(resource, validate_config(resource, items, "merged"), "merged", view))
-    return batch
+    return _port_batch(view, items, "merged")
 
 
 def secured(view, pod, requests):
@@ -218,12 +220,8 @@ def plan_release(view, namespace, name, keep=None, addresses=None):
     else:
         rows = [row for row in view.rows("Logical_Switch_Port") if is_pod_port(row)
                 and row.external_ids.get(K_NAMESPACE) == namespace and row.external_ids.get(K_POD) == name]
-    keys = [{"name": n} for n in sorted(r.name for r in rows if r.external_ids.get(K_UID) != keep)]
-    batch = Batch()
-    if keys:
-        resource = LogicalSwitchPort()
-        batch.add(plan(resource, validate_config(resource, keys, "deleted"), "deleted", view))
-    return batch
+    names = sorted(row.name for row in rows if row.external_ids.get(K_UID) != keep)
+    return _port_batch(view, [{"name": name} for name in names], "deleted")
 
 
 def starved(view, pod, requests):
@@ -246,12 +244,7 @@ def starved(view, pod, requests):
 
 def plan_delete(view, uid):
     """Delete exactly the ports whose ``external_ids`` carry ``uid``."""
-    resource = LogicalSwitchPort()
-    keys = [{"name": row.name} for _i, row in sorted(pod_ports(view, uid).items())]
-    batch = Batch()
-    if keys:
-        batch.add(plan(resource, validate_config(resource, keys, "deleted"), "deleted", view))
-    return batch
+    return _port_batch(view, [{"name": row.name} for _i, row in sorted(pod_ports(view, uid).items())], "deleted")
 
 
 def matches_requests(entries, requests):
