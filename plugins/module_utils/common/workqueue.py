@@ -22,9 +22,27 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import collections
 import heapq
 import threading
 import time
+
+
+class Backoff:
+    """Exponential backoff: ``base``, doubled on each :meth:`next`, capped
+    at ``cap``; :meth:`reset` after a success."""
+
+    def __init__(self, cap, base=0.2):
+        self.cap = cap
+        self.base = base
+        self.delay = 0.0
+
+    def next(self):
+        self.delay = min(self.cap, max(self.base, self.delay * 2))
+        return self.delay
+
+    def reset(self):
+        self.delay = 0.0
 
 
 class WorkQueue:
@@ -34,11 +52,10 @@ class WorkQueue:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._lock = threading.Condition()
-        self._queue = []            # keys in order (a list: bounded by the number of keys)
-        self._head = 0
+        self._queue = collections.deque()
         self._dirty = set()
         self._processing = set()
-        self._failures = {}
+        self._backoffs = {}         # key -> its Backoff, while it keeps failing
         self._waiting = []          # heap of (ready_at, sequence, key)
         self._ready_at = {}         # key -> the earliest time it is waited for
         self._sequence = 0
@@ -84,18 +101,13 @@ class WorkQueue:
     def when(self, key):
         """The delay the next :meth:`add_rate_limited` of ``key`` waits."""
         with self._lock:
-            failures = self._failures.get(key, 0)
-            self._failures[key] = failures + 1
-        return min(self.max_delay, self.base_delay * (2 ** min(failures, 32)))
+            backoff = self._backoffs.setdefault(key, Backoff(self.max_delay, self.base_delay))
+            return backoff.next()
 
     def forget(self, key):
         """Reset ``key``'s backoff (after a success, or when it is gone)."""
         with self._lock:
-            self._failures.pop(key, None)
-
-    def requeues(self, key):
-        with self._lock:
-            return self._failures.get(key, 0)
+            self._backoffs.pop(key, None)
 
     # -- working -----------------------------------------------------------
     def get(self, timeout=None):
@@ -103,18 +115,14 @@ class WorkQueue:
         :meth:`shutdown` (or when ``timeout`` passed with nothing queued)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            while self._head >= len(self._queue) and not self._shutting_down:
+            while not self._queue and not self._shutting_down:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
                 self._lock.wait(remaining)
             if self._shutting_down:
                 return None
-            key = self._queue[self._head]
-            self._head += 1
-            if self._head > 1024 and self._head * 2 > len(self._queue):
-                del self._queue[:self._head]
-                self._head = 0
+            key = self._queue.popleft()
             self._processing.add(key)
             self._dirty.discard(key)
             return key
@@ -130,7 +138,7 @@ class WorkQueue:
 
     def __len__(self):
         with self._lock:
-            return len(self._queue) - self._head
+            return len(self._queue)
 
     def pending(self):
         """How many keys are queued, worked on or waiting for a delay."""

@@ -41,7 +41,7 @@ import time
 from ..cluster import annotations, pod_addresses, pod_ports
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
-from ..common.workqueue import WorkQueue
+from ..common.workqueue import Backoff, WorkQueue
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
@@ -95,24 +95,13 @@ class Config(daemon.Settings):
         ovsdb.parse_remote(self.nb_db, "nb_db")
 
 
-class Backoff:
-    """Exponential backoff, capped; reset after a success."""
-
-    def __init__(self, cap):
-        self.cap = cap
-        self.delay = 0.0
-
-    def next(self):
-        self.delay = min(self.cap, max(0.2, self.delay * 2))
-        return self.delay
-
-    def reset(self):
-        self.delay = 0.0
+def key_of(namespace, name):
+    """A pod's key in the queue and the cache: ``namespace/name``."""
+    return "%s/%s" % (namespace, name)
 
 
 def pod_key(pod):
-    """A pod's key in the queue and the cache: ``namespace/name``."""
-    return "%s/%s" % (pod.metadata.namespace, pod.metadata.name)
+    return key_of(pod.metadata.namespace, pod.metadata.name)
 
 
 class Watcher:
@@ -257,7 +246,7 @@ class Watcher:
                 self.queue.add(key)
             return
         ids = row.external_ids
-        key = "%s/%s" % (ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD))
+        key = key_of(ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD))
         if key in self.pending and row.dynamic_addresses:
             self.queue.add(key)
 
@@ -312,9 +301,7 @@ class Watcher:
                 requests = annotations.check_interfaces(
                     requests + self.multus.requests(found, selections), "pod %s" % key)
         except ValidationError as exc:
-            if exc.reason == pod_ports.EXHAUSTED:
-                self.exhausted.add(key)         # its ip_pool is all taken: an address may free
-            self.report(pod, exc.reason or pod_ports.INVALID, str(exc))
+            self._refuse(key, pod, exc.reason, str(exc))
             return
         unused = annotations.unused_forms(found)
         if unused:
@@ -348,9 +335,7 @@ class Watcher:
             self._execute(lambda view: pod_ports.plan_pod(view, owner, requests, self.addresses))
         except ValidationError as exc:
             self.pending.pop(key, None)
-            if exc.reason == pod_ports.EXHAUSTED:
-                self.exhausted.add(key)
-            self.report(pod, exc.reason or pod_ports.INVALID, str(exc))
+            self._refuse(key, pod, exc.reason, str(exc))
             return
         self.exhausted.discard(key)
         patch = self.nb.read(lambda idl: pod_ports.pod_annotations(View(idl), owner, requests))
@@ -376,14 +361,20 @@ class Watcher:
         starved = self.nb.read(lambda idl: pod_ports.starved(View(idl), owner, requests))
         if starved:
             self._execute(lambda view: pod_ports.plan_delete(view, owner.uid))
-            self.exhausted.add(key)
-            self.report(pod, pod_ports.EXHAUSTED, starved)
+            self._refuse(key, pod, pod_ports.EXHAUSTED, starved)
             return
-        since = self.pending.setdefault(key, time.monotonic())
-        if time.monotonic() - since >= self.config.address_seconds:
+        if time.monotonic() - self.pending[key] >= self.config.address_seconds:
             LOG.warning("pod %s: OVN assigned no address within %ds; is ovn-northd running?",
                         key, self.config.address_seconds)
         self.queue.add_after(key, self.config.address_seconds)
+
+    def _refuse(self, key, pod, reason, message):
+        """The pod cannot be served as it asks: say why, once. A pod
+        refused for want of an address waits for one to free (the NB
+        listener queues it again)."""
+        if reason == pod_ports.EXHAUSTED:
+            self.exhausted.add(key)
+        self.report(pod, reason or pod_ports.INVALID, message)
 
     def _served(self, key):
         """The pod is served: what was reported of its failures may be
@@ -437,7 +428,7 @@ class Watcher:
         gone = [owner for uid, owner in owned.items() if uid not in live]
         for owner in gone:
             LOG.info("pod %s (uid %s) is gone; removing its ports", owner, owner.uid)
-        for key in sorted(keys | set(str(owner) for owner in gone)):
+        for key in sorted(keys | set(key_of(owner.namespace, owner.name) for owner in gone)):
             self.queue.add(key)
         LOG.info("resync: %d pods, %d with ports", len(live), len(owned))
         return pods.metadata.resource_version
