@@ -32,6 +32,7 @@ import threading
 
 from .. import cni
 from ..cluster import annotations
+from ..cluster.pod_addresses import K_INTERFACE, K_UID
 from ..common.errors import Ovn4nfvError
 from ..node.netns import tx_offload_off
 from ..ovsdb import connection as ovsdb
@@ -49,8 +50,6 @@ except ImportError:  # pragma: no cover - the agent needs them; modules do not
     HAS_AGENT_LIBRARIES = False
 
 LOG = logging.getLogger("ovn4nfv.node_agent")
-K_POD_UID = "ovn4nfv-pod-uid"
-K_INTERFACE = "ovn4nfv-interface"
 ANNOTATION_TIMEOUT = 101      # plugin-specific CNI error: the watcher wrote nothing in time
 NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did not install the port
 CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
@@ -98,7 +97,7 @@ class NodeAgent(OvsAttachment):
         ``ovn4nfv-container-id`` mark) are looked at. Without the API only
         the ports whose device is gone are removed. Returns their names."""
         def owned(idl):
-            return [(iface.name, iface.external_ids.get(K_POD_UID)) for iface in idl.tables["Interface"].rows.values()
+            return [(iface.name, iface.external_ids.get(K_UID)) for iface in idl.tables["Interface"].rows.values()
                     if iface.external_ids.get(K_CONTAINER)]
         ports = self.ovs.read(owned)
         if not ports:
@@ -339,7 +338,7 @@ class NodeAgent(OvsAttachment):
     def _attach(self, hosts, namespace, name, uid, container_id):
         config = [{"name": host, "bridge": self.config.bridge, "external_ids": {
             "iface-id": "%s_%s_%s" % (namespace, name, entry["interface"]), "attached-mac": entry["mac_address"],
-            K_POD_UID: uid, K_CONTAINER: container_id, K_INTERFACE: entry["interface"],
+            K_UID: uid, K_CONTAINER: container_id, K_INTERFACE: entry["interface"],
             "ovn4nfv-pod": "%s/%s" % (namespace, name)}}
             for host, entry in hosts]
         reconcile(Port(), config, "merged", self.ovs)
