@@ -26,6 +26,14 @@ NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.
             {"name": "tiny", "subnet": "172.16.9.0/29"}]
 
 
+def ovn_network(*entries, **extra):
+    """A pod's annotations asking for ``entries`` in the seed format, with
+    ``extra`` annotations beside."""
+    out = {ann.OVN_NETWORK: json.dumps(list(entries))}
+    out.update(extra)
+    return out
+
+
 class Cluster:
     """NB + northd, the API stand-in, and the watcher process."""
 

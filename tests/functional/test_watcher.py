@@ -5,27 +5,11 @@ import json
 import os
 import sys
 
-import pytest
-
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from watcher_env import Cluster
+from watcher_env import ovn_network
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
 from test_annotations import BAD  # noqa: E402  (the parser's catalogue, reused end to end)
-
-
-@pytest.fixture
-def k8s(tmp_path, collections_path):
-    env = Cluster(str(tmp_path), collections_path)
-    try:
-        yield env
-    finally:
-        code = env.stop()
-    assert code == 0, "SIGTERM must stop the watcher cleanly (exit %r)" % code
-
-
-def ovn_network(*entries):
-    return {ann.OVN_NETWORK: json.dumps(list(entries))}
 
 
 def test_static_and_dynamic_interfaces(k8s):

@@ -5,26 +5,8 @@ the stand-in's pods and Events, the watcher's log."""
 
 import json
 
-import pytest
-
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from watcher_env import Cluster
-
-
-@pytest.fixture
-def k8s(tmp_path, collections_path):
-    env = Cluster(str(tmp_path), collections_path)
-    try:
-        yield env
-    finally:
-        code = env.stop()
-    assert code == 0, "SIGTERM must stop the watcher cleanly (exit %r)" % code
-
-
-def ovn_network(*entries, **extra):
-    out = {ann.OVN_NETWORK: json.dumps(list(entries))}
-    out.update(extra)
-    return out
+from watcher_env import Cluster, ovn_network
 
 
 def test_pod_deleted_during_a_retry_does_not_come_back(k8s):

@@ -1,0 +1,17 @@
+"""Fixtures the functional tests share."""
+
+import pytest
+
+from watcher_env import Cluster
+
+
+@pytest.fixture
+def k8s(tmp_path, collections_path):
+    """The watcher as a process against a real NB and the API stand-in;
+    SIGTERM must stop it cleanly."""
+    env = Cluster(str(tmp_path), collections_path)
+    try:
+        yield env
+    finally:
+        code = env.stop()
+    assert code == 0, "SIGTERM must stop the watcher cleanly (exit %r)" % code
