@@ -106,10 +106,23 @@ class Env:
     def unannounced_pod(self, name, *requests, ipam=None):
         """As :meth:`pod`, but the interface list is returned, not written:
         ``(netns path, annotations to write)``."""
-        found = {ann.OVN_NETWORK: json.dumps(list(requests))}
-        obj = self.api.create_pod("default", name, found)
+        obj = self.create_pod(name, *requests)
+        return self.watcher_ran(obj, *requests, ipam=ipam)
+
+    def create_pod(self, name, *requests, annotations=None):
+        """The pod object alone, asking for ``requests``, and its network
+        namespace; ``annotations`` are on it from the start (its owner
+        wrote them, say)."""
+        self.node._add_ns("o4n-%s-%s" % (self.node.tag, name))
+        return self.api.create_pod("default", name, dict(annotations or {}, **{
+            ann.OVN_NETWORK: json.dumps(list(requests))}))
+
+    def watcher_ran(self, obj, *requests, ipam=None):
+        """What the watcher does for ``obj``: its ports in OVN, with the
+        core functions; ``(netns path, annotations to write)``."""
+        name = obj["metadata"]["name"]
         owner = pod_ports.Pod("default", name, obj["metadata"]["uid"])
-        parsed = ann.parse_requests(found)[1]
+        parsed = ann.parse_requests({ann.OVN_NETWORK: json.dumps(list(requests))})[1]
         for interface, provider, network, static in ipam or []:
             selection = {"name": provider.split(".")[0], "namespace": "default", "interface": interface,
                          "ips": [static] if static else [], "mac": None, "default_route": False,
@@ -119,9 +132,7 @@ class Env:
             execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
             patch = db.wait_for(lambda idl: pod_ports.pod_annotations(View(idl), owner, parsed), 20)
             execute(db, lambda v: pod_ports.plan_port_security(v, owner, parsed), write=True)
-        netns = "o4n-%s-%s" % (self.node.tag, name)
-        self.node._add_ns(netns)
-        return "/var/run/netns/" + netns, patch
+        return "/var/run/netns/o4n-%s-%s" % (self.node.tag, name), patch
 
     def cni(self, command, name, netns, container_id, plugin=None, ifname="eth0", namespace="default", **config):
         conf = dict({"cniVersion": "1.0.0", "name": "ovn", "type": "ovn4nfv", "server_socket": self.socket},

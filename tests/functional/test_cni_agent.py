@@ -14,6 +14,7 @@ import netaddr
 import pytest
 
 from cni_env import Env
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from cni_runtime import call
 from dataplane import ip, ns_name, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
@@ -240,6 +241,61 @@ def test_missing_interface_list_times_out_and_leaves_nothing(env):
     assert code == 1 and out["code"] == 101 and "ovnIfaceList" in out["msg"]
     assert env.node_links() == before
     assert len(ip("ip", "-o", "link", netns=netns).stdout.splitlines()) == 1, "only lo in the pod"
+
+
+FORGED = {"interface": "net0", "ip_address": "172.16.1.200/24", "mac_address": "0a:58:ac:10:01:c8",
+          "gateway_ip": "172.16.1.1", "default_gateway": "false"}
+
+
+def _nothing_made(env, netns, links_before, pod):
+    box = env.node.box
+    ports = box.run("ovs-vsctl", "--db=" + box.ovs_db, "--columns=external_ids", "list", "interface")
+    assert "default/" + pod + "\"" not in ports, "an OVS port was made for the pod"
+    assert env.node_links() == links_before, "the node got an interface"
+    assert len(ip("ip", "-o", "link", netns=netns).stdout.splitlines()) == 1, "only lo in the pod"
+
+
+def test_an_interface_list_forged_before_the_watcher_ran_configures_nothing(env):
+    """The pod's owner writes ``ovnIfaceList`` (an address of their
+    choosing) before the watcher has run. The ADD reads it and finds no
+    port in OVN yet; the watcher then makes the port, with OVN's address;
+    the agent refuses the forged list, and nothing is made from it. The
+    runtime's retry, after the watcher wrote the truth, succeeds."""
+    requests = ({"name": "net1", "interface": "net0"},)
+    obj = env.create_pod("forged", *requests, annotations=ann.output_annotations([FORGED]))
+    netns = "/var/run/netns/o4n-%s-forged" % env.node.tag
+    before = env.node_links()
+    outcome = {}
+    adding = threading.Thread(target=lambda: outcome.update(answer=env.cni("ADD", "forged", netns, "ctr-forged")))
+    adding.start()
+    try:
+        _netns, truth = env.watcher_ran(obj, *requests)
+    finally:
+        adding.join(60)
+    code, out, _err = outcome["answer"]
+    assert code == 1 and out["code"] == 104, (out, env.log_text())
+    assert "172.16.1.200" in out["msg"] and "default_forged_net0" in out["msg"], out
+    _nothing_made(env, netns, before, "forged")
+    env.api.set_annotations("default", "forged", truth)
+    code, result, _err = env.cni("ADD", "forged", netns, "ctr-forged")
+    assert code == 0, (result, env.log_text())
+    assert result["ips"][0]["address"] != FORGED["ip_address"]
+
+
+def test_an_interface_list_rewritten_to_another_pods_address_is_refused(env):
+    """The watcher ran; then the pod's owner patched its interface list to
+    claim another pod's MAC and IP. The agent refuses it at once."""
+    victim = env.pod("victim", {"name": "net1", "interface": "net0"})
+    code, result, _err = env.cni("ADD", "victim", victim, "ctr-victim")
+    assert code == 0, result
+    netns = env.pod("thief", {"name": "net1", "interface": "net0"})
+    stolen = dict(FORGED, ip_address=result["ips"][0]["address"],
+                  mac_address=[i["mac"] for i in result["interfaces"] if i.get("sandbox")][0])
+    env.api.set_annotations("default", "thief", ann.output_annotations([stolen]))
+    before = env.node_links()
+    code, out, _err = env.cni("ADD", "thief", netns, "ctr-thief")
+    assert code == 1 and out["code"] == 104 and stolen["ip_address"] in out["msg"], out
+    _nothing_made(env, netns, before, "thief")
 
 
 def test_twenty_concurrent_adds_and_every_pair_pings(env):

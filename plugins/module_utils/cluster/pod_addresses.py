@@ -188,3 +188,41 @@ def port_security(row):
     if not mac or not any(ip.version == 4 for ip in ips):
         return None
     return ["%s %s %s" % (mac, " ".join(str(ip) for ip in ips), addressing.link_local(mac))]
+
+
+def binding_verdict(pod, entries, bindings, macs=True):
+    """Whether OVN's southbound ``Port_Binding`` rows (``bindings``: dicts
+    of ``logical_port``, ``mac``, ``port_security`` and ``external_ids``,
+    sets as lists) hold what a pod's interface list says (``entries``, each
+    an ``interface``, ``mac_address`` and ``ip_address``): ``[]`` when
+    every entry is confirmed, a list of differences when a binding of this
+    pod (its UID) with its addresses in place says otherwise, and None
+    while some binding is not there yet (absent, of an older pod of the
+    same name, or without port security). ``macs=False`` compares the
+    IPs alone (an address kept for another CNI plugin)."""
+    by_name = dict((row.get("logical_port"), row) for row in bindings)
+    wrong, waiting = [], False
+    for entry in entries:
+        row = by_name.get(pod.port_name(entry["interface"]))
+        sets = as_strings(row.get("port_security")) if row else []
+        if row is None or (row.get("external_ids") or {}).get(K_UID) != pod.uid or not sets:
+            waiting = True
+            continue
+        sets += [t for t in as_strings(row.get("mac")) if t.split()[:1] not in (["dynamic"], ["router"], ["unknown"])]
+        mac = (entry.get("mac_address") or "").lower()
+        ip = (entry.get("ip_address") or "").partition("/")[0]
+        if not any((mac == words[0].lower() or not macs) and ip in words[1:] for words in (t.split() for t in sets) if words):
+            wrong.append("%s has %s %s, but OVN's port %s holds %s" % (
+                entry["interface"], entry.get("mac_address"), entry.get("ip_address"), row["logical_port"],
+                " / ".join(sets)))
+    if wrong:
+        return wrong
+    return None if waiting else []
+
+
+def as_strings(value):
+    """A set of strings as OVSDB's wire format gives it (a one-element set
+    as its element) as a list."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)

@@ -191,12 +191,13 @@ def plan_port_security(view, pod, requests):
     """Set port security on each of ``pod``'s ports that has its addresses
     (static ones at once; dynamic ones once OVN assigned them), before
     the pod is told its interfaces. Address-only ports kept for another
-    CNI plugin (ovn4nfv-ipam) carry no traffic through OVN and get none."""
+    CNI plugin (ovn4nfv-ipam) carry no traffic through OVN, but get it too:
+    it is how a node reads from the southbound which address is the pod's."""
     mine = _own_ports(view, pod, requests)
     items = []
     for request in requests:
         row = mine.get(request.interface)
-        if row is None or request.ipam:
+        if row is None:
             continue
         wanted = port_security(row)
         if wanted is not None and sorted(row.port_security) != wanted:

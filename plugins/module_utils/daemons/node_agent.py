@@ -32,8 +32,8 @@ import threading
 
 from .. import cni
 from ..cluster import annotations
-from ..cluster.pod_addresses import K_INTERFACE, K_UID
-from ..common.errors import Ovn4nfvError
+from ..cluster.pod_addresses import K_INTERFACE, K_UID, Pod, binding_verdict
+from ..common.errors import DatabaseUnreachable, Ovn4nfvError
 from ..node.netns import tx_offload_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import reconcile
@@ -53,6 +53,8 @@ LOG = logging.getLogger("ovn4nfv.node_agent")
 ANNOTATION_TIMEOUT = 101      # plugin-specific CNI error: the watcher wrote nothing in time
 NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did not install the port
 CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
+NOT_IN_OVN = 104              # plugin-specific CNI error: the interface list is not what OVN holds
+BINDING_COLUMNS = ["logical_port", "mac", "port_security", "external_ids"]
 
 
 class AgentConfig(daemon.Settings):
@@ -69,7 +71,12 @@ class AgentConfig(daemon.Settings):
                 # this node's name in Kubernetes (spec.nodeName); None: the host name
                 "node_name": None,
                 # how often stale ports are looked for (and at start)
-                "sweep_seconds": 60}
+                "sweep_seconds": 60,
+                # the southbound the pod's interface list is checked against;
+                # None: the node's external_ids:ovn-remote, as ovn-controller's
+                "ovn_sb": None, "sb_private_key": None, "sb_certificate": None, "sb_ca_cert": None,
+                # how long a pod's port may take to reach the southbound
+                "binding_seconds": 30}
 
 
 class NodeAgent(OvsAttachment):
@@ -250,6 +257,36 @@ class NodeAgent(OvsAttachment):
                               annotations.IFACE_LIST)
         return pod.metadata.uid, annotations.parse_iface_list(pod.metadata.annotations[annotations.IFACE_LIST])
 
+    def _confirm(self, namespace, name, uid, entries, macs=True):
+        """Refuse an interface list that OVN does not hold: each entry's MAC
+        and IP must be in the port security (or static addresses) of the
+        pod's port in the southbound, bound to this pod's UID. The pod's
+        own annotation is not trusted: whoever may patch the pod may have
+        written it. Waits, bounded by ``binding_seconds``, for the port to
+        reach the southbound; reads only those ports' rows."""
+        pod = Pod(namespace, name, uid)
+        remote = self.config.ovn_sb or self.ovs.read(lambda idl: next(
+            (row.external_ids.get("ovn-remote") for row in idl.tables["Open_vSwitch"].rows.values()), None))
+        if not remote:
+            raise cni.CNIError(cni.TRY_AGAIN, "no southbound to check pod %s/%s against: ovn_sb is not set and "
+                               "the node has no external_ids:ovn-remote" % (namespace, name))
+        tls = ovsdb.TLS(self.config.sb_private_key, self.config.sb_certificate, self.config.sb_ca_cert)
+        try:
+            verdict = ovsdb.follow_rows(
+                remote, ovsdb.SB_SCHEMA, "Port_Binding",
+                ("logical_port", [pod.port_name(e["interface"]) for e in entries]), BINDING_COLUMNS,
+                lambda rows: binding_verdict(pod, entries, rows, macs), self.config.binding_seconds,
+                tls=tls, field="ovn_sb")
+        except DatabaseUnreachable as exc:
+            raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: cannot check its interfaces against OVN: %s" % (
+                namespace, name, exc))
+        if verdict is None:
+            raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: OVN has no port with port security for %s after %ss" % (
+                namespace, name, ", ".join(e["interface"] for e in entries), self.config.binding_seconds))
+        if verdict:
+            raise cni.CNIError(NOT_IN_OVN, "pod %s/%s: its %s annotation is not what OVN holds, refused: %s" % (
+                namespace, name, annotations.IFACE_LIST, "; ".join(verdict)))
+
     def ipam_add(self, request, ipam):
         """ovn4nfv-ipam: the address the watcher took for this attachment
         (``<provider>.kubernetes.io/*``), as a CNI IPAM result."""
@@ -261,6 +298,9 @@ class NodeAgent(OvsAttachment):
         pod = self._await_pod(namespace, name, lambda found: found.get(prefix + "allocated") == "true",
                               prefix + "allocated")
         found = pod.metadata.annotations
+        self._confirm(namespace, name, pod.metadata.uid, [
+            {"interface": request["ifname"], "mac_address": None, "ip_address": found[prefix + "ip_address"]}],
+            macs=False)
         length = found[prefix + "cidr"].split("/", 1)[1]
         address = {"address": "%s/%s" % (found[prefix + "ip_address"], length), "gateway": found[prefix + "gateway"]}
         if request["version"].startswith("0."):
@@ -274,6 +314,7 @@ class NodeAgent(OvsAttachment):
         uid, entries = self._entries(namespace, name)
         config = request["config"]
         entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
+        self._confirm(namespace, name, uid, entries)
         netns = request["pod_netns"]
         with NetNS(netns) as pod_ns:
             for entry in entries:

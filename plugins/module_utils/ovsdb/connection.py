@@ -119,53 +119,145 @@ def _block(waiter, deadline):
     return True
 
 
+class _Session:
+    """One JSON-RPC connection to one remote; every wait ends by
+    ``deadline`` (``OSError`` with ``ETIMEDOUT``)."""
+
+    def __init__(self, remote, deadline):
+        self.deadline = deadline
+        err, strm = stream.Stream.open(remote)
+        if err:
+            raise OSError(err, os.strerror(err))
+        try:
+            while True:
+                err = strm.connect()
+                if err == 0:
+                    break
+                if err != errno.EAGAIN:
+                    raise OSError(err, os.strerror(err))
+
+                def wait_connect(p):
+                    strm.run_wait(p)
+                    strm.connect_wait(p)
+                if not _block(wait_connect, deadline):
+                    raise OSError(errno.ETIMEDOUT, "timed out connecting")
+        except BaseException:
+            strm.close()
+            raise
+        self.rpc = jsonrpc.Connection(strm)
+
+    def send(self, method, params):
+        """Send a request; its id."""
+        request = jsonrpc.Message.create_request(method, params)
+        err = self.rpc.send(request)
+        if err:
+            raise OSError(err, os.strerror(err))
+        return request.id
+
+    def receive(self):
+        """The next reply or notification (echo requests are answered)."""
+        while True:
+            self.rpc.run()
+            err, msg = self.rpc.recv()
+            if msg is not None:
+                if msg.type == jsonrpc.Message.T_REQUEST and msg.method == "echo":
+                    self.rpc.send(jsonrpc.Message.create_reply(msg.params, msg.id))
+                    continue
+                return msg
+            if err and err != errno.EAGAIN:
+                raise OSError(err, os.strerror(err) if err > 0 else "connection closed")
+
+            def wait_reply(p):
+                self.rpc.wait(p)
+                self.rpc.recv_wait(p)
+            if not _block(wait_reply, self.deadline):
+                raise OSError(errno.ETIMEDOUT, "timed out waiting for the server")
+
+    def call(self, method, params):
+        """Send a request and return its result; notifications that come
+        first are left out."""
+        request_id = self.send(method, params)
+        while True:
+            msg = self.receive()
+            if msg.id == request_id:
+                if msg.error:
+                    raise OSError(errno.EPROTO, "server answered %s" % (msg.error,))
+                return msg.result
+
+    def close(self):
+        self.rpc.close()
+
+
 def _fetch_schema_from(remote, schema_name, deadline):
     """Fetch one schema from one remote, never blocking past ``deadline``."""
-    err, strm = stream.Stream.open(remote)
-    if err:
-        raise OSError(err, os.strerror(err))
+    session = _Session(remote, deadline)
     try:
-        while True:
-            err = strm.connect()
-            if err == 0:
-                break
-            if err != errno.EAGAIN:
-                raise OSError(err, os.strerror(err))
-
-            def wait_connect(p):
-                strm.run_wait(p)
-                strm.connect_wait(p)
-            if not _block(wait_connect, deadline):
-                raise OSError(errno.ETIMEDOUT, "timed out connecting")
-        rpc = jsonrpc.Connection(strm)
-        strm = None
-        try:
-            request = jsonrpc.Message.create_request("get_schema", [schema_name])
-            err = rpc.send(request)
-            if err:
-                raise OSError(err, os.strerror(err))
-            while True:
-                rpc.run()
-                err, msg = rpc.recv()
-                if msg is not None:
-                    if msg.id != request.id:
-                        continue
-                    if msg.error:
-                        raise OSError(errno.EPROTO, "server answered %s" % (msg.error,))
-                    return msg.result
-                if err and err != errno.EAGAIN:
-                    raise OSError(err, os.strerror(err) if err > 0 else "connection closed")
-
-                def wait_reply(p):
-                    rpc.wait(p)
-                    rpc.recv_wait(p)
-                if not _block(wait_reply, deadline):
-                    raise OSError(errno.ETIMEDOUT, "timed out waiting for the schema")
-        finally:
-            rpc.close()
+        return session.call("get_schema", [schema_name])
     finally:
-        if strm is not None:
-            strm.close()
+        session.close()
+
+
+def _plain(value):
+    """A value from the OVSDB wire format: a set as a list, a map as a
+    dict, a UUID as its string, an atom as it is."""
+    if isinstance(value, list) and len(value) == 2 and value[0] in ("set", "map", "uuid", "named-uuid"):
+        if value[0] == "set":
+            return [_plain(v) for v in value[1]]
+        if value[0] == "map":
+            return dict((_plain(k), _plain(v)) for k, v in value[1])
+        return value[1]
+    return value
+
+
+def follow_rows(remote, schema_name, table, names, columns, decide, timeout, tls=None, field="db"):
+    """Follow the rows of ``table`` whose ``name`` column is in ``names``
+    (a key column such as ``logical_port``: ``(column, [values])``), and
+    no other rows, until ``decide(rows)`` returns something other than
+    None, within ``timeout`` seconds; return it, or None when time ran
+    out. ``rows`` is a list of dicts of ``columns``, read whole at each
+    change: a conditional monitor of those rows only (``monitor_cond``)
+    tells when they change, and a ``select`` reads them, so the cost does
+    not grow with the table. The remotes of a list are tried in turn;
+    raises :class:`DatabaseUnreachable` when none answers."""
+    column, values = names
+    parts = parse_remote(remote, field)
+    tls = tls or TLS()
+    tls.validate(parts)
+    tls.apply()
+    deadline = time.monotonic() + timeout
+    failures = []
+    for index, part in enumerate(parts):
+        share = (deadline - time.monotonic()) / (len(parts) - index)
+        try:
+            session = _Session(part, time.monotonic() + share)
+        except OSError as exc:
+            failures.append("%s: %s" % (part, exc.strerror or exc))
+            continue
+        session.deadline = deadline
+        try:
+            where = [[column, "==", value] for value in values]
+            session.call("monitor_cond", [schema_name, "follow", {table: [{"columns": columns, "where": where}]}])
+            select = [schema_name] + [{"op": "select", "table": table, "where": [[column, "==", value]],
+                                       "columns": columns} for value in values]
+            while True:
+                rows = []
+                for result in session.call("transact", select):
+                    if "error" in result:
+                        raise OSError(errno.EPROTO, "server answered %s" % (result,))
+                    rows.extend(dict((k, _plain(v)) for k, v in row.items()) for row in result["rows"])
+                verdict = decide(rows)
+                if verdict is not None:
+                    return verdict
+                while session.receive().method != "update2":
+                    pass
+        except OSError as exc:
+            if exc.errno == errno.ETIMEDOUT:
+                return None
+            raise DatabaseUnreachable("the %s database at %s: %s" % (schema_name, part, exc.strerror or exc))
+        finally:
+            session.close()
+    raise DatabaseUnreachable(
+        "cannot reach the %s database at %s: %s" % (schema_name, remote, "; ".join(failures)))
 
 
 def fetch_schema(parts, schema_name, deadline, remote):

@@ -1,0 +1,51 @@
+"""What the node agent concludes from the southbound's Port_Binding rows
+about a pod's interface list (cluster.pod_addresses.binding_verdict)."""
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import (
+    K_UID, Pod, binding_verdict)
+
+POD = Pod("ns", "web", "uid-1")
+ENTRY = {"interface": "net0", "mac_address": "0a:00:00:00:00:05", "ip_address": "10.1.1.5/24"}
+
+
+def binding(uid="uid-1", security="0a:00:00:00:00:05 10.1.1.5 fe80::800:ff:fe00:5", mac="dynamic"):
+    return {"logical_port": "ns_web_net0", "mac": mac, "port_security": security,
+            "external_ids": {K_UID: uid}}
+
+
+def test_confirmed_by_port_security():
+    assert binding_verdict(POD, [ENTRY], [binding()]) == []
+    assert binding_verdict(POD, [dict(ENTRY, mac_address="0A:00:00:00:00:05")], [binding()]) == []
+
+
+def test_waits_while_the_binding_is_absent_of_an_older_pod_or_unsecured():
+    assert binding_verdict(POD, [ENTRY], []) is None
+    assert binding_verdict(POD, [ENTRY], [binding(uid="uid-0", security="0a:00:00:00:00:09 10.1.1.9")]) is None
+    assert binding_verdict(POD, [ENTRY], [binding(security=[])]) is None
+
+
+def test_a_different_ip_or_mac_is_refused_with_both_named():
+    for forged in (dict(ENTRY, ip_address="10.1.1.6/24"), dict(ENTRY, mac_address="0a:00:00:00:00:06")):
+        wrong = binding_verdict(POD, [forged], [binding()])
+        assert len(wrong) == 1 and "ns_web_net0" in wrong[0] and forged["ip_address"] in wrong[0]
+
+
+def test_a_prefix_of_the_ip_is_not_the_ip():
+    assert binding_verdict(POD, [dict(ENTRY, ip_address="10.1.1.50/24")], [binding()])
+
+
+def test_mac_only_security_falls_back_on_static_addresses():
+    row = binding(security="0a:00:00:00:00:05", mac=["0a:00:00:00:00:05 10.1.1.5"])
+    assert binding_verdict(POD, [ENTRY], [row]) == []
+    assert binding_verdict(POD, [dict(ENTRY, ip_address="10.1.1.7/24")], [row])
+
+
+def test_ip_alone_for_another_plugins_address():
+    entry = dict(ENTRY, mac_address=None)
+    assert binding_verdict(POD, [entry], [binding()], macs=False) == []
+    assert binding_verdict(POD, [entry], [binding()]) != []
+
+
+def test_one_wrong_entry_refuses_even_while_another_is_awaited():
+    other = dict(ENTRY, interface="net1")
+    assert binding_verdict(POD, [dict(ENTRY, ip_address="10.1.1.6/24"), other], [binding()])
