@@ -17,7 +17,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_por
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from cni_runtime import call, install_plugin
 from dataplane import Node, ip
-from kube_api_standin import KubeAPIStandIn
+from kube_api_standin import NODE_AGENT, KubeAPIStandIn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
@@ -50,7 +50,7 @@ class Env:
         self.config_path = os.path.join(tmp, "agent.json")
         with open(self.config_path, "w") as handle:
             json.dump({"socket": self.socket, "ovs_db": box.ovs_db,
-                       "kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig")),
+                       "kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig"), NODE_AGENT),
                        "node_netns": "/var/run/netns/" + self.node.ns, "node_name": "node1",
                        "annotation_seconds": 3, "install_seconds": 20, **agent_settings}, handle)
         self.log = open(os.path.join(tmp, "agent.log"), "w+")

@@ -22,17 +22,42 @@ without a word), :meth:`fail_next` (answer 500 for a while), :meth:`go_away`
 and :meth:`come_back` (stop listening, then listen again on the same port).
 It listens on 127.0.0.1 unless told otherwise.
 
+Like a real API server it serves HTTPS only, with a certificate from a CA
+of its own (:func:`make_tls`; :attr:`KubeAPIStandIn.ca_file`), and every
+request must carry a bearer token: tokens name users, and service accounts
+get tokens as ``TokenRequest`` would give them
+(:meth:`KubeAPIStandIn.service_account_token`). Requests are authorized
+against ``Role``, ``ClusterRole``, ``RoleBinding`` and
+``ClusterRoleBinding`` objects as Kubernetes' RBAC authorizer does (verbs,
+API groups, resources, resource names, namespaces; ``system:masters`` may
+do anything): 401 without a known token, 403 with Kubernetes' own message
+otherwise. The product's two manifests (the watcher's and the node
+agent's, from the roles) are applied at start, so a component given its
+service account's kubeconfig (:meth:`KubeAPIStandIn.kubeconfig`) may do
+exactly what its manifest grants. :attr:`KubeAPIStandIn.denied` records
+every refusal.
+
 The lab (``make lab``) runs it as a process on its master container, as
-``python3 kube_api_standin.py --listen 192.168.33.11:6443``: there, pods are
-created and deleted over HTTP (``POST`` and ``DELETE`` on the pods resource),
-as ``kubectl`` would, and the stand-in assigns each its UID.
+``python3 kube_api_standin.py --listen 192.168.33.11:6443 --tls-cert-file ...
+--tls-private-key-file ... --token-auth-file ... --rbac ...`` (the options of
+kube-apiserver's that it has; the admin's token is one of the file's):
+there, pods are created and deleted over
+HTTPS (``POST`` and ``DELETE`` on the pods resource), as ``kubectl`` would
+with the admin's token, and the stand-in assigns each its UID.
 """
 
+import base64
 import copy
+import csv
 import datetime
 import json
+import os
 import re
+import secrets
 import socket
+import ssl
+import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -47,6 +72,86 @@ _NAMESPACE = re.compile(r"^/api/v1/namespaces(?:/(?P<name>[^/]+))?$")
 _GO_TRUE = ("1", "t", "T", "true", "TRUE", "True")
 _NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                   r"/network-attachment-definitions(?:/(?P<name>[^/]+))?$")
+
+
+_RESOURCE = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/[^/]+)"
+                       r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[^/]+)(?:/(?P<name>[^/]+))?/?$")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The product's RBAC manifests: the watcher's and the node agent's.
+PRODUCT_RBAC = (os.path.join(ROOT, "roles", "watcher", "files", "rbac.yaml"),
+                os.path.join(ROOT, "roles", "cni", "files", "rbac.yaml"))
+ADMIN = "kubernetes-admin"
+WATCHER = "kube-system/ovn4nfv-watcher"
+NODE_AGENT = "kube-system/ovn4nfv-node-agent"
+
+
+def make_tls(directory, hosts):
+    """A CA and a server certificate for ``hosts`` (IP addresses or names)
+    signed by it, made with openssl in ``directory``; returns the paths
+    ``(ca, certificate, key)``."""
+    ca_key, ca = os.path.join(directory, "ca.key"), os.path.join(directory, "ca.crt")
+    key, csr, cert = (os.path.join(directory, n) for n in ("server.key", "server.csr", "server.crt"))
+    names = ",".join(("IP:%s" if re.match(r"^[0-9.]+$|:", h) else "DNS:%s") % h for h in hosts)
+    extensions = os.path.join(directory, "server.ext")
+    with open(extensions, "w") as handle:
+        handle.write("subjectAltName=%s\nextendedKeyUsage=serverAuth\n" % names)
+
+    def openssl(*argv):
+        subprocess.run(("openssl",) + argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca_key,
+            "-out", ca, "-days", "30", "-subj", "/CN=kube-api-standin-ca")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+            "-out", csr, "-subj", "/CN=kube-apiserver")
+    openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
+            "-days", "30", "-extfile", extensions)
+    return ca, cert, key
+
+
+def kubeconfig_document(server, token, ca_file=None, name="standin"):
+    """A kubeconfig (a dict) for ``server`` with a bearer ``token`` and the
+    CA certificate inline, as a real cluster's kubeconfig carries it."""
+    cluster = {"server": server}
+    if ca_file:
+        with open(ca_file, "rb") as handle:
+            cluster["certificate-authority-data"] = base64.b64encode(handle.read()).decode()
+    return {"apiVersion": "v1", "kind": "Config", "current-context": name,
+            "clusters": [{"name": name, "cluster": cluster}],
+            "users": [{"name": name, "user": {"token": token}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]}
+
+
+def service_account_user(account):
+    """``namespace/name`` as the user name and groups Kubernetes gives a
+    service account's token."""
+    namespace, _sep, name = account.partition("/")
+    return ("system:serviceaccount:%s:%s" % (namespace, name),
+            ["system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"])
+
+
+def request_attributes(method, path, query):
+    """What RBAC authorizes a request on: (verb, API group, resource,
+    namespace, name), from its method and path, as Kubernetes' request
+    info resolver does for resource requests."""
+    match = _RESOURCE.match(path)
+    if not match:
+        return None
+    group = "" if match.group("core") else match.group("group")
+    resource, name, namespace = match.group("resource"), match.group("name"), match.group("ns")
+    if resource == "namespaces" and namespace is None and name:
+        namespace = name
+    if method == "GET":
+        verb = "get" if name else ("watch" if query.get("watch") in _GO_TRUE else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
+    return verb, group, resource, namespace, name
+
+
+def _rule_allows(rule, verb, group, resource, name):
+    def has(values, value):
+        return "*" in (values or []) or value in (values or [])
+    return (has(rule.get("verbs"), verb) and has(rule.get("apiGroups"), group)
+            and has(rule.get("resources"), resource)
+            and (not rule.get("resourceNames") or (name is not None and name in rule["resourceNames"])))
 
 
 def merge_patch(target, patch):
@@ -69,7 +174,10 @@ def _now():
 class KubeAPIStandIn:
     """The stand-in's state and its HTTP server."""
 
-    def __init__(self, host="127.0.0.1", port=0):
+    def __init__(self, host="127.0.0.1", port=0, rbac=PRODUCT_RBAC, tls=True, tls_files=None):
+        """``rbac``: manifests to apply at start (YAML or JSON). ``tls``:
+        serve HTTPS with a CA made for this server, or with ``tls_files``,
+        ``(certificate, key)`` (the CA is then the caller's)."""
         self.host = host
         self.lock = threading.Condition()
         self.rv = 1
@@ -88,11 +196,27 @@ class KubeAPIStandIn:
         self.created_at = {}         # (ns, name) -> monotonic time, for benchmarks
         self.annotated_at = {}       # (ns, name) -> first patch that wrote ovnIfaceList
         self.stopping = False
+        self.tokens = {}             # bearer token -> (user, [groups])
+        self.roles = {}              # (kind, namespace or None, name) -> rules
+        self.bindings = []           # (kind, namespace or None, name, roleRef, subjects)
+        self.denied = []             # every refusal: dicts of user, verb, group, resource, namespace
+        self.admin_token = self.add_token(ADMIN, ["system:masters", "system:authenticated"])
+        self.ssl_context, self.ca_file, self._tls_dir = None, None, None
+        if tls:
+            if tls_files is None:
+                self._tls_dir = tempfile.mkdtemp(prefix="kube-api-standin-tls-")
+                self.ca_file, cert, key = make_tls(self._tls_dir, [host])
+            else:
+                cert, key = tls_files
+            self.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.ssl_context.load_cert_chain(cert, key)
+        for manifest in rbac or ():
+            self.apply_file(manifest)
         self.port = port
         self._listen()
 
     def _listen(self):
-        self.server = ThreadingHTTPServer((self.host, self.port), _handler(self))
+        self.server = _Server((self.host, self.port), _handler(self))
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -129,17 +253,98 @@ class KubeAPIStandIn:
 
     @property
     def url(self):
-        return "http://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("https" if self.ssl_context else "http", self.host, self.port)
 
-    def kubeconfig(self, path):
-        """Write a kubeconfig that points at this server; return its path."""
-        doc = {"apiVersion": "v1", "kind": "Config", "current-context": "standin",
-               "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-               "users": [{"name": "standin", "user": {"token": "standin"}}],
-               "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "standin"}}]}
+    def kubeconfig(self, path, account=None):
+        """Write a kubeconfig that points at this server, with the token of
+        service account ``account`` (``namespace/name``, such as
+        :data:`WATCHER`), or the admin's when None; return its path."""
+        token = self.service_account_token(account) if account else self.admin_token
         with open(path, "w") as handle:
-            json.dump(doc, handle)
+            json.dump(kubeconfig_document(self.url, token, self.ca_file), handle)
         return path
+
+    # -- authentication and RBAC ---------------------------------------------
+    def add_token(self, user, groups, token=None):
+        """Make ``token`` (a new random one when None) name ``user``."""
+        token = token or secrets.token_urlsafe(24)
+        with self.lock:
+            self.tokens[token] = (user, list(groups))
+        return token
+
+    def service_account_token(self, account):
+        """A token of service account ``namespace/name``."""
+        user, groups = service_account_user(account)
+        with self.lock:
+            for token, (known, _groups) in self.tokens.items():
+                if known == user:
+                    return token
+        return self.add_token(user, groups)
+
+    def load_token_file(self, path):
+        """kube-apiserver's ``--token-auth-file``: ``token,user,uid,"group1,group2"``."""
+        with open(path) as handle:
+            for row in csv.reader(handle):
+                if row and not row[0].startswith("#"):
+                    groups = [g for g in (row[3] if len(row) > 3 else "").split(",") if g]
+                    self.add_token(row[1], groups + ["system:authenticated"], token=row[0])
+
+    def apply_file(self, path):
+        with open(path) as handle:
+            text = handle.read()
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            import yaml  # noqa: only for YAML manifests
+            doc = yaml.safe_load(text)
+        self.apply(doc)
+
+    def apply(self, doc):
+        """Take RBAC objects as ``kubectl apply`` would: a ``List`` or one
+        object; an object of the same kind and name is replaced."""
+        if doc.get("kind") == "List":
+            for item in doc.get("items") or []:
+                self.apply(item)
+            return
+        kind, meta = doc.get("kind"), doc.get("metadata") or {}
+        namespace = meta.get("namespace") if kind in ("Role", "RoleBinding") else None
+        with self.lock:
+            if kind in ("Role", "ClusterRole"):
+                self.roles[(kind, namespace, meta["name"])] = copy.deepcopy(doc.get("rules") or [])
+            elif kind in ("RoleBinding", "ClusterRoleBinding"):
+                self.bindings = [b for b in self.bindings if b[:3] != (kind, namespace, meta["name"])]
+                self.bindings.append((kind, namespace, meta["name"], copy.deepcopy(doc["roleRef"]),
+                                      copy.deepcopy(doc.get("subjects") or [])))
+
+    def rules_of(self, kind, name, namespace=None):
+        """The rules of a role, as applied (a copy)."""
+        with self.lock:
+            return copy.deepcopy(self.roles[(kind, namespace, name)])
+
+    def authorize(self, user, groups, verb, group, resource, namespace, name):
+        """Whether RBAC lets ``user`` do it, as Kubernetes decides."""
+        if "system:masters" in groups:
+            return True
+        with self.lock:
+            for kind, bound_ns, _name, ref, subjects in self.bindings:
+                if kind == "RoleBinding" and bound_ns != namespace:
+                    continue
+                if not any(self._subject_is(s, user, groups) for s in subjects):
+                    continue
+                role_ns = bound_ns if ref.get("kind") == "Role" else None
+                for rule in self.roles.get((ref.get("kind"), role_ns, ref.get("name")), []):
+                    if _rule_allows(rule, verb, group, resource, name):
+                        return True
+        return False
+
+    @staticmethod
+    def _subject_is(subject, user, groups):
+        kind = subject.get("kind")
+        if kind == "ServiceAccount":
+            return user == "system:serviceaccount:%s:%s" % (subject.get("namespace"), subject.get("name"))
+        if kind == "User":
+            return user == subject.get("name")
+        return kind == "Group" and subject.get("name") in groups
 
     def stop(self):
         with self.lock:
@@ -148,6 +353,9 @@ class KubeAPIStandIn:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(10)
+        if self._tls_dir:
+            import shutil
+            shutil.rmtree(self._tls_dir, ignore_errors=True)
 
     # -- in-process control ------------------------------------------------
     def _bump(self, kind, obj):
@@ -226,6 +434,11 @@ class KubeAPIStandIn:
             self.targeted[(method, path)] = (count, code)
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass        # a client that went away, or failed the TLS handshake
+
+
 def _selected(obj, selector):
     """Whether ``obj`` passes a field selector (``metadata.name=x,...``)."""
     for term in (t for t in (selector or "").split(",") if t):
@@ -253,6 +466,11 @@ def _handler(api):
             pass
 
         def setup(self):
+            if api.ssl_context is not None:
+                # the handshake in this connection's thread, not the server's
+                self.request.settimeout(30)
+                self.request = api.ssl_context.wrap_socket(self.request, server_side=True)
+                self.request.settimeout(None)
             super().setup()
             with api.lock:
                 api.connections.add(self.connection)
@@ -273,7 +491,38 @@ def _handler(api):
             self.end_headers()
             self.wfile.write(data)
 
+        def _refused(self):
+            """401 without a known bearer token, 403 where RBAC says no. The
+            body is read first: a connection closed with it unread would be
+            reset, and the client would never see the answer."""
+            self._raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            url = urlparse(self.path)
+            header = self.headers.get("Authorization") or ""
+            token = header[len("Bearer "):] if header.startswith("Bearer ") else None
+            with api.lock:
+                identity = api.tokens.get(token)
+            if identity is None:
+                self._send(401, _status(401, "Unauthorized", "Unauthorized"))
+                return True
+            user, groups = identity
+            query = dict((k, v[-1]) for k, v in parse_qs(url.query).items())
+            attributes = request_attributes(self.command, url.path, query)
+            if attributes is None or api.authorize(user, groups, *attributes):
+                return False
+            verb, group, resource, namespace, name = attributes
+            with api.lock:
+                api.denied.append({"user": user, "verb": verb, "group": group, "resource": resource,
+                                   "namespace": namespace, "name": name})
+                api.lock.notify_all()
+            where = 'in the namespace "%s"' % namespace if namespace else "at the cluster scope"
+            message = '%s%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" %s' % (
+                resource, ' "%s"' % name if name else "", user, verb, resource, group, where)
+            self._send(403, _status(403, "Forbidden", message))
+            return True
+
         def _failing(self):
+            if self._refused():
+                return True
             with api.lock:
                 api.requests += 1
                 path = urlparse(self.path).path
@@ -293,8 +542,7 @@ def _handler(api):
             return True
 
         def _body(self):
-            length = int(self.headers.get("Content-Length") or 0)
-            return json.loads(self.rfile.read(length) or b"null")
+            return json.loads(self._raw or b"null")
 
         def do_GET(self):
             if self._failing():
@@ -413,6 +661,11 @@ def _handler(api):
                 body = copy.deepcopy(merged)
             self._send(200, body)
 
+        def do_PUT(self):
+            if self._failing():
+                return
+            self._send(405, _status(405, "MethodNotAllowed", "the stand-in does not replace objects"))
+
         def do_DELETE(self):
             if self._failing():
                 return
@@ -456,14 +709,20 @@ def _handler(api):
 
 
 def main(argv=None):
-    """Run the stand-in as a process (the lab's API server)."""
+    """Run the stand-in as a process (the lab's API server), with
+    kube-apiserver's options for what it has."""
     import argparse
     import signal
     parser = argparse.ArgumentParser(description="Kubernetes API STAND-IN (tests and lab only)")
     parser.add_argument("--listen", default="127.0.0.1:6443", help="ADDRESS:PORT")
+    parser.add_argument("--tls-cert-file", required=True)
+    parser.add_argument("--tls-private-key-file", required=True)
+    parser.add_argument("--token-auth-file", required=True, help="token,user,uid,\"group,...\" lines")
+    parser.add_argument("--rbac", action="append", default=[], help="an RBAC manifest to apply (repeatable)")
     args = parser.parse_args(argv)
     host, _sep, port = args.listen.rpartition(":")
-    api = KubeAPIStandIn(host, int(port))
+    api = KubeAPIStandIn(host, int(port), rbac=args.rbac, tls_files=(args.tls_cert_file, args.tls_private_key_file))
+    api.load_token_file(args.token_auth_file)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_a: stop.set())
     signal.signal(signal.SIGINT, lambda *_a: stop.set())

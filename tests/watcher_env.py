@@ -12,7 +12,7 @@ import time
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
-from kube_api_standin import KubeAPIStandIn
+from kube_api_standin import WATCHER, KubeAPIStandIn
 from sandbox import Sandbox
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
@@ -56,7 +56,7 @@ class Cluster:
                     "ovn"), write=True)
             self.config = os.path.join(tmp, "watcher.json")
             with open(self.config, "w") as handle:
-                json.dump(dict({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "watcher-kubeconfig")),
+                json.dump(dict({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "watcher-kubeconfig"), WATCHER),
                                 "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
                                 "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1},
                                **settings), handle)

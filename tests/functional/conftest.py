@@ -15,3 +15,4 @@ def k8s(tmp_path, collections_path):
     finally:
         code = env.stop()
     assert code == 0, "SIGTERM must stop the watcher cleanly (exit %r)" % code
+    assert env.api.denied == [], "the watcher asked for what its RBAC manifest does not grant"

@@ -16,5 +16,6 @@ def test_churn_with_every_fault_converges_clean(tmp_path, collections_path):
         assert (result["leaked"], result["resurrected"], result["duplicated_ips"], result["missing"]) == \
             (0, 0, 0, 0), (line(result), churn.cluster.log_text(), churn.env.log_text())
         assert result["pods"] > 0
+        assert churn.api.denied == [], "a component asked for what its RBAC manifest does not grant"
     finally:
         churn.stop()

@@ -29,6 +29,7 @@ def env(tmp_path_factory, collections_path):
         yield environment
     finally:
         environment.stop()
+    assert environment.api.denied == [], "the agent asked for what its RBAC manifest does not grant"
 
 
 TWO = ({"name": "net1", "interface": "net0"},

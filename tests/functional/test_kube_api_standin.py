@@ -7,13 +7,14 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import versions
-from kube_api_standin import KubeAPIStandIn
+from kube_api_standin import KubeAPIStandIn, service_account_user
 
 
 @pytest.fixture
 def api(tmp_path):
     server = KubeAPIStandIn()
     try:
+        # the admin's kubeconfig: these tests drive the protocol, not RBAC
         core = client.CoreV1Api(config.new_client_from_config(server.kubeconfig(str(tmp_path / "kc"))))
         yield server, core
     finally:
@@ -74,3 +75,39 @@ def test_namespaces_and_going_away(api):
         core.list_pod_for_all_namespaces(_request_timeout=2)
     server.come_back()
     assert [p.metadata.name for p in core.list_pod_for_all_namespaces().items] == ["a"]
+
+
+def test_rbac_is_evaluated_as_kubernetes_does():
+    """Roles bind in their namespace only, ClusterRoles through a RoleBinding
+    in its namespace only, through a ClusterRoleBinding everywhere;
+    resourceNames limit get but not list; groups and wildcards count."""
+    server = KubeAPIStandIn(rbac=())
+    try:
+        server.apply({"kind": "List", "items": [
+            {"kind": "Role", "metadata": {"name": "r", "namespace": "blue"},
+             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"], "resourceNames": ["a"]}]},
+            {"kind": "RoleBinding", "metadata": {"name": "rb", "namespace": "blue"},
+             "roleRef": {"kind": "Role", "name": "r"}, "subjects": [{"kind": "User", "name": "ann"}]},
+            {"kind": "ClusterRole", "metadata": {"name": "c"},
+             "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["list"]}]},
+            {"kind": "RoleBinding", "metadata": {"name": "crb", "namespace": "green"},
+             "roleRef": {"kind": "ClusterRole", "name": "c"}, "subjects": [{"kind": "Group", "name": "g"}]},
+            {"kind": "ClusterRoleBinding", "metadata": {"name": "everywhere"},
+             "roleRef": {"kind": "ClusterRole", "name": "c"},
+             "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "kube-system"}]}]})
+        sa = service_account_user("kube-system/sa")
+        cases = [
+            (("ann", []), ("get", "", "pods", "blue", "a"), True),
+            (("ann", []), ("get", "", "pods", "blue", "b"), False),
+            (("ann", []), ("get", "", "pods", "green", "a"), False),
+            (("ann", []), ("list", "", "pods", "blue", None), False),
+            (("bob", ["g"]), ("list", "k8s.cni.cncf.io", "network-attachment-definitions", "green", None), True),
+            (("bob", ["g"]), ("list", "", "pods", "blue", None), False),
+            (("bob", ["g"]), ("list", "", "pods", None, None), False),
+            (sa, ("list", "", "secrets", None, None), True),
+            (sa, ("watch", "", "secrets", None, None), False),
+            (("root", ["system:masters"]), ("delete", "", "nodes", None, "n1"), True)]
+        for (user, groups), attributes, allowed in cases:
+            assert server.authorize(user, groups, *attributes) is allowed, (user, attributes)
+    finally:
+        server.stop()

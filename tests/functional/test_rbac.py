@@ -1,0 +1,208 @@
+"""Least privilege, proven: the watcher and the node agent run against the
+API stand-in with RBAC enforced, each with its own service account's token
+and the manifest its role installs. The full manifests let every scenario
+finish without one refusal; taking away any one verb of any rule makes the
+component ask for it and be refused (so no rule is there for nothing); and
+anything a manifest does not grant is refused over HTTP."""
+
+import json
+import ssl
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+import yaml
+
+from cni_env import Env
+from kube_api_standin import NODE_AGENT, PRODUCT_RBAC, WATCHER, KubeAPIStandIn, service_account_user
+from watcher_env import Cluster, ovn_network
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+
+WATCHER_USER = service_account_user(WATCHER)[0]
+AGENT_USER = service_account_user(NODE_AGENT)[0]
+
+
+def manifest(path):
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def cluster_role(path):
+    return [d for d in manifest(path)["items"] if d["kind"] == "ClusterRole"][0]
+
+
+def verbs_of(path):
+    """Every (rule index, verb) of the ClusterRole in ``path``."""
+    return [(index, verb) for index, rule in enumerate(cluster_role(path)["rules"]) for verb in rule["verbs"]]
+
+
+def without(api, path, index, verb):
+    """Apply ``path``'s ClusterRole less ``verb`` of rule ``index``; return
+    what that verb was for: (verb, API group, resource)."""
+    role = cluster_role(path)
+    rule = role["rules"][index]
+    rule["verbs"] = [v for v in rule["verbs"] if v != verb]
+    api.apply(role)
+    return verb, rule["apiGroups"][0], rule["resources"][0]
+
+
+def refused(api, user, what, timeout=60):
+    verb, group, resource = what
+    return api.wait(lambda a: [d for d in a.denied if d["user"] == user
+                               and (d["verb"], d["group"], d["resource"]) == (verb, group, resource)], timeout)
+
+
+# -- the watcher ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def watcher(tmp_path_factory, collections_path):
+    env = Cluster(str(tmp_path_factory.mktemp("rbac-watcher")), collections_path)
+    env.api.add_nad("default", "ovnnet", {"cniVersion": "1.0.0", "type": "ovn4nfv"})
+    try:
+        yield env
+    finally:
+        env.stop()
+
+
+def watcher_scenario(env, tag):
+    """Restart the watcher (a fresh list and watch) and give it a pod to
+    annotate, a pod to refuse with an Event, and a pod that names a NAD."""
+    env.terminate()
+    env.start()
+    env.api.create_pod("default", "good-" + tag, ovn_network({"name": "net1", "interface": "eth1"}))
+    env.api.create_pod("default", "bad-" + tag, ovn_network({"name": "nosuch", "interface": "eth1"}))
+    env.api.create_pod("default", "nad-" + tag, {ann.MULTUS_NETWORKS: "ovnnet"})
+
+
+def test_the_watchers_manifest_is_enough(watcher):
+    watcher.api.apply(manifest(PRODUCT_RBAC[0]))
+    before = len(watcher.api.denied)
+    watcher_scenario(watcher, "full")
+    watcher.annotated("default", "good-full")
+    watcher.annotated("default", "nad-full")
+    assert watcher.api.wait(lambda api: watcher.events_for("bad-full"), 30), watcher.log_text()
+    assert watcher.api.denied[before:] == []
+
+
+@pytest.mark.parametrize("index,verb", verbs_of(PRODUCT_RBAC[0]))
+def test_each_verb_the_watcher_is_granted_is_needed(watcher, index, verb):
+    try:
+        what = without(watcher.api, PRODUCT_RBAC[0], index, verb)
+        watcher_scenario(watcher, "%d-%s" % (index, verb))
+        assert refused(watcher.api, WATCHER_USER, what), (what, watcher.log_text())
+    finally:
+        watcher.api.apply(manifest(PRODUCT_RBAC[0]))
+
+
+# -- the node agent -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory, collections_path):
+    env = Env(str(tmp_path_factory.mktemp("rbac-agent")), collections_path)
+    try:
+        yield env
+    finally:
+        env.stop()
+
+
+def agent_scenario(env, tag):
+    """Restart the agent (its sweep lists the node's pods), then an ADD
+    that finds the pod without its interface list, so it must watch."""
+    env.stop_agent()
+    env.start_agent()
+    netns, patch = env.unannounced_pod("a-" + tag, {"name": "net1", "interface": "net0"})
+    watches, denied = env.api.watches, len(env.api.denied)
+    outcome = {}
+    adding = threading.Thread(target=lambda: outcome.update(answer=env.cni("ADD", "a-" + tag, netns, "ctr-" + tag)))
+    adding.start()
+    try:
+        env.api.wait(lambda api: api.watches > watches or len(api.denied) > denied, 30)
+        env.api.set_annotations("default", "a-" + tag, patch)
+    finally:
+        adding.join(60)
+    return outcome["answer"]
+
+
+def test_the_agents_manifest_is_enough(node):
+    node.api.apply(manifest(PRODUCT_RBAC[1]))
+    before = len(node.api.denied)
+    code, result, _err = agent_scenario(node, "full")
+    assert code == 0, (result, node.log_text())
+    assert node.api.denied[before:] == []
+
+
+@pytest.mark.parametrize("index,verb", verbs_of(PRODUCT_RBAC[1]))
+def test_each_verb_the_agent_is_granted_is_needed(node, index, verb):
+    try:
+        what = without(node.api, PRODUCT_RBAC[1], index, verb)
+        code, result, _err = agent_scenario(node, "%d-%s" % (index, verb))
+        assert refused(node.api, AGENT_USER, what), (what, node.log_text())
+        assert code != 0, "the ADD cannot succeed without it"
+    finally:
+        node.api.apply(manifest(PRODUCT_RBAC[1]))
+
+
+# -- what no manifest grants ----------------------------------------------------
+
+RESOURCES = {("", "pods"): "/api/v1/namespaces/default/pods",
+             ("", "events"): "/api/v1/namespaces/default/events",
+             ("", "namespaces"): "/api/v1/namespaces",
+             ("", "secrets"): "/api/v1/namespaces/default/secrets",
+             ("", "nodes"): "/api/v1/nodes",
+             ("", "services"): "/api/v1/namespaces/default/services",
+             ("k8s.cni.cncf.io", "network-attachment-definitions"):
+                 "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions"}
+VERBS = {"get": ("GET", "/x"), "list": ("GET", ""), "watch": ("GET", "?watch=true&timeoutSeconds=1"),
+         "create": ("POST", ""), "update": ("PUT", "/x"), "patch": ("PATCH", "/x"), "delete": ("DELETE", "/x")}
+GRANTED = {WATCHER: {("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "patch"), ("", "events", "create"),
+                     ("k8s.cni.cncf.io", "network-attachment-definitions", "get")},
+           NODE_AGENT: {("", "pods", "list"), ("", "pods", "watch")}}
+
+
+def http(api, token, method, path, context):
+    request = urllib.request.Request(api.url + path, method=method, data=b"{}" if method in ("POST", "PUT", "PATCH")
+                                     else None, headers={"Content-Type": "application/merge-patch+json",
+                                                         **({"Authorization": "Bearer " + token} if token else {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+@pytest.mark.parametrize("account", [WATCHER, NODE_AGENT])
+def test_each_component_is_refused_what_its_manifest_does_not_grant(account):
+    api = KubeAPIStandIn()
+    try:
+        context = ssl.create_default_context(cafile=api.ca_file)
+        token = api.service_account_token(account)
+        allowed = set()
+        for (group, resource), path in RESOURCES.items():
+            for verb, (method, suffix) in VERBS.items():
+                code, body = http(api, token, method, path + suffix, context)
+                if code == 403:
+                    assert body["reason"] == "Forbidden" and service_account_user(account)[0] in body["message"]
+                else:
+                    allowed.add((group, resource, verb))
+        assert allowed == GRANTED[account]
+        assert http(api, None, "GET", RESOURCES[("", "pods")], context)[0] == 401
+        assert http(api, "forged", "GET", RESOURCES[("", "pods")], context)[0] == 401
+    finally:
+        api.stop()
+
+
+def test_the_api_is_https_with_the_labs_own_ca(tmp_path):
+    api = KubeAPIStandIn()
+    try:
+        with pytest.raises(urllib.error.URLError) as err:
+            urllib.request.urlopen(api.url + "/api/v1/pods", timeout=10, context=ssl.create_default_context())
+        assert "CERTIFICATE_VERIFY_FAILED" in str(err.value)
+        plain = urllib.request.Request("http://%s:%d/api/v1/pods" % (api.host, api.port))
+        with pytest.raises(Exception):
+            urllib.request.urlopen(plain, timeout=10).read()
+        kubeconfig = json.load(open(api.kubeconfig(str(tmp_path / "kc"), WATCHER)))
+        assert kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"]
+        assert kubeconfig["clusters"][0]["cluster"]["server"].startswith("https://")
+    finally:
+        api.stop()
