@@ -6,19 +6,23 @@
     kubelet.py delete NAME                 CNI DEL, remove the namespace and
                                            the pod
 
-The API is the lab's stand-in on the master. The CNI plugin and its
-configuration are the ones the cni role installed.
+The API is the lab's stand-in on the master, over HTTPS with the lab's CA,
+as the lab's admin (lab.py puts the CA and the admin's token in
+``/etc/ovn4nfv-lab`` on each node). The CNI plugin and its configuration
+are the ones the cni role installed.
 """
 
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.request
 import uuid
 
-API = os.environ.get("LAB_API", "http://192.168.33.11:6443")
+API = os.environ.get("LAB_API", "https://192.168.33.11:6443")
+CREDENTIALS = "/etc/ovn4nfv-lab"
 NAMESPACE = "default"
 CNI_CONF = "/etc/cni/net.d/10-ovn4nfv.conf"
 CNI_BIN = "/opt/cni/bin"
@@ -27,9 +31,12 @@ STATE = "/run/ovn4nfv-lab"
 
 def api(method, path, body=None):
     data = json.dumps(body).encode() if body is not None else None
+    with open(os.path.join(CREDENTIALS, "admin.token")) as handle:
+        token = handle.read().strip()
     request = urllib.request.Request(API + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
+                                     headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
+    context = ssl.create_default_context(cafile=os.path.join(CREDENTIALS, "ca.crt"))
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:
         return json.loads(response.read() or b"null")
 
 

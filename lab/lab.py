@@ -205,6 +205,7 @@ def down(lab=LAB):
     for net, _subnet in lab.networks:
         if podman("network", "exists", net, check=False).returncode == 0:
             podman("network", "rm", "-f", net, capture=True, check=False)
+    shutil.rmtree(os.path.join(STATE, "api-" + lab.name), ignore_errors=True)
     log("down (%s): %d containers removed" % (lab.name, len(out)))
 
 
@@ -265,25 +266,76 @@ def exec_in(name, *argv, check=True):
     return podman("exec", name, *argv, capture=True, check=check)
 
 
+def api_credentials(lab=LAB):
+    """The set's API credentials, made once per set (``down`` forgets them):
+    a CA and the stand-in's certificate, a token file as kube-apiserver
+    takes it (the admin, and the watcher's and the node agent's service
+    accounts), and a kubeconfig for each, carrying the CA. The inventories
+    read the kubeconfigs from here."""
+    directory = os.path.join(STATE, "api-" + lab.name)
+    if os.path.exists(os.path.join(directory, "node-agent.kubeconfig")):
+        return directory
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import kube_api_standin as standin
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    ca, _cert, _key = standin.make_tls(directory, [lab.address(lab.api)])
+    server = "https://%s:%d" % (lab.address(lab.api), API_PORT)
+    accounts = {"admin": (standin.ADMIN, ["system:masters"]),
+                "watcher": standin.service_account_user(standin.WATCHER),
+                "node-agent": standin.service_account_user(standin.NODE_AGENT)}
+    lines = []
+    for name, (user, groups) in accounts.items():
+        token = hashlib.sha256(os.urandom(32)).hexdigest()
+        lines.append('%s,%s,%s,"%s"' % (token, user, user, ",".join(groups)))
+        with open(os.path.join(directory, name + ".kubeconfig"), "w") as handle:
+            json.dump(standin.kubeconfig_document(server, token, ca, name="lab"), handle, indent=2)
+        if name == "admin":
+            with open(os.path.join(directory, "admin.token"), "w") as handle:
+                handle.write(token + "\n")
+    with open(os.path.join(directory, "tokens.csv"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return directory
+
+
 def start_api(lab=LAB):
-    """The Kubernetes API stand-in, as a process on the set's master."""
+    """The Kubernetes API stand-in, as a process on the set's master, over
+    HTTPS and with RBAC: the product's manifests applied, the tokens of
+    :func:`api_credentials`. Every container of the set gets the CA and
+    the admin's token in /etc/ovn4nfv-lab, for the lab's kubelet."""
     master, address = lab.api, lab.address(lab.api)
+    directory = api_credentials(lab)
+    for name in lab.nodes:
+        exec_in(name, "mkdir", "-p", "-m", "0700", "/etc/ovn4nfv-lab")
+        for item in ("ca.crt", "admin.token"):
+            podman("cp", os.path.join(directory, item), "%s:/etc/ovn4nfv-lab/%s" % (name, item))
     if exec_in(master, "test", "-e", "/run/ovn4nfv-lab-api.pid", check=False).returncode == 0:
         return
+    files = [(os.path.join(directory, n), n) for n in ("server.crt", "server.key", "tokens.csv")]
+    files += [(os.path.join(ROOT, "roles", role, "files", "rbac.yaml"), role + "-rbac.yaml") for role in ("watcher", "cni")]
+    exec_in(master, "mkdir", "-p", "-m", "0700", "/etc/kube-api-standin")
+    for path, name in files:
+        podman("cp", path, master + ":/etc/kube-api-standin/" + name)
     podman("cp", os.path.join(ROOT, "tests", "kube_api_standin.py"), master + ":/usr/local/lib/kube_api_standin.py")
     exec_in(master, "sh", "-c", "python3 /usr/local/lib/kube_api_standin.py --listen %s:%d "
-            ">/var/log/kube-api-standin.log 2>&1 & echo $! > /run/ovn4nfv-lab-api.pid" % (
-                address, API_PORT))
-    exec_in(master, "python3", "-c", WAIT_HTTP % ("http://%s:%d/api/v1/pods" % (address, API_PORT)))
+            "--tls-cert-file /etc/kube-api-standin/server.crt --tls-private-key-file /etc/kube-api-standin/server.key "
+            "--token-auth-file /etc/kube-api-standin/tokens.csv --rbac /etc/kube-api-standin/watcher-rbac.yaml "
+            "--rbac /etc/kube-api-standin/cni-rbac.yaml "
+            ">/var/log/kube-api-standin.log 2>&1 & echo $! > /run/ovn4nfv-lab-api.pid" % (address, API_PORT))
+    exec_in(master, "python3", "-c", WAIT_HTTP % ("https://%s:%d/api/v1/pods" % (address, API_PORT)))
 
 
 WAIT_HTTP = """
-import time, urllib.request
+import ssl, time, urllib.error, urllib.request
+token = open("/etc/ovn4nfv-lab/admin.token").read().strip()
+context = ssl.create_default_context(cafile="/etc/ovn4nfv-lab/ca.crt")
 deadline = time.monotonic() + 20
 while True:
     try:
-        urllib.request.urlopen(%r, timeout=2).read()
+        request = urllib.request.Request(%r, headers={"Authorization": "Bearer " + token})
+        urllib.request.urlopen(request, timeout=2, context=context).read()
         break
+    except urllib.error.HTTPError:
+        raise
     except OSError:
         if time.monotonic() > deadline:
             raise

@@ -386,6 +386,13 @@ def test_ovs_bridge_attachment_with_vlans(env):
         assert code == 0, (out, err)
     ports = env.node.box.run("ovs-vsctl", "--db=" + env.node.box.ovs_db, "list-ports", "o4nvlan").split()
     assert ports == [], "DEL removed every port"
+    netns = pods["v1"][0]
+    for trunk in (["100"], [100], [{"id": True}], [{"minID": 5, "maxID": 2}]):
+        config = dict(pods["v1"][2], trunk=trunk)
+        config.pop("vlan")
+        code, out, _err = call(env.plugin, "ADD", config, netns="/var/run/netns/" + netns, ifname="net1",
+                               container_id="ctr-trunk", node=env.node.ns, extra_env={"CNI_PATH": env.tmp})
+        assert code == 1 and out["code"] == 7 and "trunk" in out["msg"], (trunk, out)
 
 
 def test_called_once_per_attachment_as_multus_does(env):

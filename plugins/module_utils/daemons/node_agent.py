@@ -72,8 +72,9 @@ class AgentConfig(daemon.Settings):
                 "node_name": None,
                 # how often stale ports are looked for (and at start)
                 "sweep_seconds": 60,
-                # the southbound the pod's interface list is checked against;
-                # None: the node's external_ids:ovn-remote, as ovn-controller's
+                # the southbound the pod's interface list is checked against, and
+                # its TLS files; None: ovn-controller's (external_ids:ovn-remote,
+                # the SSL row of the node's Open_vSwitch database)
                 "ovn_sb": None, "sb_private_key": None, "sb_certificate": None, "sb_ca_cert": None,
                 # how long a pod's port may take to reach the southbound
                 "binding_seconds": 30}
@@ -89,7 +90,7 @@ class NodeAgent(OvsAttachment):
         if api_client is None:
             api_client = daemon.kubernetes_api_client(config.kubeconfig)
         self.core = k8s_client.CoreV1Api(api_client)
-        self.ovs = ovsdb.Database(config.ovs_db, ovsdb.OVS_SCHEMA, OVS_TABLES,
+        self.ovs = ovsdb.Database(config.ovs_db, ovsdb.OVS_SCHEMA, OVS_TABLES + ("SSL",),
                                   timeout=config.ovsdb_timeout, field="ovs_db")
         self.server = None
         self.node_name = config.node_name or socket.gethostname()
@@ -265,12 +266,10 @@ class NodeAgent(OvsAttachment):
         written it. Waits, bounded by ``binding_seconds``, for the port to
         reach the southbound; reads only those ports' rows."""
         pod = Pod(namespace, name, uid)
-        remote = self.config.ovn_sb or self.ovs.read(lambda idl: next(
-            (row.external_ids.get("ovn-remote") for row in idl.tables["Open_vSwitch"].rows.values()), None))
+        remote, tls = self._southbound()
         if not remote:
             raise cni.CNIError(cni.TRY_AGAIN, "no southbound to check pod %s/%s against: ovn_sb is not set and "
                                "the node has no external_ids:ovn-remote" % (namespace, name))
-        tls = ovsdb.TLS(self.config.sb_private_key, self.config.sb_certificate, self.config.sb_ca_cert)
         try:
             verdict = ovsdb.follow_rows(
                 remote, ovsdb.SB_SCHEMA, "Port_Binding",
@@ -286,6 +285,22 @@ class NodeAgent(OvsAttachment):
         if verdict:
             raise cni.CNIError(NOT_IN_OVN, "pod %s/%s: its %s annotation is not what OVN holds, refused: %s" % (
                 namespace, name, annotations.IFACE_LIST, "; ".join(verdict)))
+
+    def _southbound(self):
+        """The southbound remote and TLS files: the settings, or else what
+        ``ovn-controller`` on this node uses (``external_ids:ovn-remote`` and
+        the Open_vSwitch database's SSL row)."""
+        config = self.config
+
+        def node(idl):
+            for row in idl.tables["Open_vSwitch"].rows.values():
+                ssl = row.ssl[0] if row.ssl else None
+                return row.external_ids.get("ovn-remote"), ssl and (ssl.private_key, ssl.certificate, ssl.ca_cert)
+            return None, None
+        remote, files = self.ovs.read(node)
+        if config.ovn_sb or config.sb_private_key:
+            return config.ovn_sb or remote, ovsdb.TLS(config.sb_private_key, config.sb_certificate, config.sb_ca_cert)
+        return remote, ovsdb.TLS(*(files or ()))
 
     def ipam_add(self, request, ipam):
         """ovn4nfv-ipam: the address the watcher took for this attachment

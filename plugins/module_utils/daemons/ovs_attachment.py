@@ -46,8 +46,10 @@ class OvsAttachment:
             raise cni.CNIError(cni.INVALID_CONFIG, "vlan: %r is not a VLAN ID (0-4094)" % vlan)
         trunks = []
         for item in config.get("trunk") or []:
+            if not isinstance(item, dict):
+                raise cni.CNIError(cni.INVALID_CONFIG, "trunk: %r is not a VLAN or a range of them" % (item,))
             low, high = item.get("id", item.get("minID")), item.get("id", item.get("maxID"))
-            if not all(isinstance(v, int) and 0 <= v <= 4094 for v in (low, high)) or low > high:
+            if isinstance(low, bool) or isinstance(high, bool) or not all(isinstance(v, int) and 0 <= v <= 4094 for v in (low, high)) or low > high:
                 raise cni.CNIError(cni.INVALID_CONFIG, "trunk: %r is not a VLAN or a range of them" % item)
             trunks.extend(range(low, high + 1))
         host = cni.host_ifname(request["container_id"], request["ifname"])
