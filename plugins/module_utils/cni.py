@@ -204,6 +204,10 @@ def parse_request(environ, stdin_text, open_path=True):
     if command in ("ADD", "CHECK"):
         if not netns:
             raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %s needs a network namespace" % command)
+        if not os.path.isabs(netns):
+            # relative to what? The plugin's and the agent's working
+            # directories differ; the specification gives a path
+            raise CNIError(INVALID_ENVIRONMENT, "CNI_NETNS: %r is not an absolute path" % netns)
         if open_path:
             check_netns(netns)
     # DEL never enters the namespace: whatever its path has become (gone, a
@@ -271,7 +275,10 @@ def call_agent(socket_path, message, timeout, fds=()):
             data = json.dumps(message).encode() + b"\n"
             sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]) \
                 if fds else 0
-            sock.sendall(data[sent:])
+            if sent < len(data):
+                # never an empty send: an agent that answered a quick refusal
+                # and closed would turn it into EPIPE (sendall sends at least once)
+                sock.sendall(data[sent:])
             data = b""
             while not data.endswith(b"\n"):
                 chunk = sock.recv(65536)
@@ -294,8 +301,10 @@ def call_agent(socket_path, message, timeout, fds=()):
     return answer
 
 
-def run(environ, stdin_text):
-    """One invocation: returns (exit code, JSON document to print)."""
+def run(environ, stdin_text, socket_path=DEFAULT_SOCKET):
+    """One invocation: returns (exit code, JSON document to print).
+    ``socket_path`` is the node agent's socket: the node's choice (the
+    installed executable names it), never a network configuration's."""
     version = SPEC_VERSION
     try:
         request = parse_request(environ, stdin_text)
@@ -304,10 +313,15 @@ def run(environ, stdin_text):
             return 0, {"cniVersion": version, "supportedVersions": list(SUPPORTED_VERSIONS)}
         config = request["config"]
         ipam = config.get("ipam") if isinstance(config.get("ipam"), dict) else {}
-        socket_path = config.get("server_socket") or ipam.get("server_socket") or DEFAULT_SOCKET
+        for asked in (config.get("server_socket"), ipam.get("server_socket")):
+            if asked is not None and asked != socket_path:
+                # a NAD's author would make this root process talk to a
+                # socket of their choosing
+                raise CNIError(INVALID_CONFIG, "server_socket: %r is not this node's agent (%s); the node "
+                               "chooses the socket, not the network configuration" % (asked, socket_path))
         timeout = config.get("timeout") or DEFAULT_TIMEOUT
-        if not isinstance(socket_path, str) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise CNIError(INVALID_CONFIG, "server_socket must be a path and timeout a positive number")
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            raise CNIError(INVALID_CONFIG, "timeout must be a positive number")
         # The agent checks the same request again, with the same rules, and
         # the namespace on the descriptor opened and checked here, never
         # by its path again.
@@ -334,13 +348,14 @@ def run(environ, stdin_text):
         return 1, CNIError(IO_FAILURE, "unexpected failure: %s" % exc).to_json(version)
 
 
-def main():
-    """The plugin executable: environment and stdin in, JSON out."""
+def main(socket_path=DEFAULT_SOCKET):
+    """The plugin executable: environment and stdin in, JSON out. The
+    executable the cni role installs passes the node agent's socket."""
     try:
         stdin_text = sys.stdin.read()
     except (OSError, ValueError):
         stdin_text = ""             # no stdin at all: parse_request says what is missing
-    code, document = run(dict(os.environ), stdin_text)
+    code, document = run(dict(os.environ), stdin_text, socket_path)
     if document is not None:
         sys.stdout.write(json.dumps(document) + "\n")
         sys.stdout.flush()

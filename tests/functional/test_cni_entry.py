@@ -30,8 +30,10 @@ def pod_netns():
 
 
 @pytest.fixture
-def no_agent(tmp_path):
-    return dict(CONFIG, server_socket=str(tmp_path / "agent.sock"))
+def no_agent():
+    """A configuration for a node whose agent is not there (the plugin's
+    socket, beside it, has no listener)."""
+    return dict(CONFIG)
 
 
 def test_version(plugin):
@@ -68,6 +70,11 @@ BAD_REQUESTS = [
     ("the_nodes_own_netns_by_proc", 4, ["node's own network namespace"], dict(netns="/proc/self/ns/net")),
     ("bad_cni_args", 4, ["CNI_ARGS"], dict(args="K8S_POD_NAME")),
     ("bad_timeout", 7, ["timeout"], dict(config=dict(CONFIG, timeout=-1))),
+    ("relative_netns", 4, ["CNI_NETNS", "absolute"], dict(netns="var/run/netns/x")),
+    ("a_socket_the_nad_chose", 7, ["server_socket", "/run/elsewhere.sock", "the node chooses"],
+     dict(config=dict(CONFIG, server_socket="/run/elsewhere.sock"))),
+    ("an_ipam_socket_the_nad_chose", 7, ["server_socket"],
+     dict(config=dict(CONFIG, type="macvlan", ipam={"type": "ovn4nfv-ipam", "server_socket": "/tmp/x.sock"}))),
 ]
 
 
@@ -85,12 +92,14 @@ def test_the_nodes_own_netns_under_another_path(plugin, no_agent, tmp_path):
 
 
 def test_agent_unreachable(plugin, pod_netns, no_agent):
-    out = refused(plugin, 11, "not reachable", no_agent["server_socket"], config=no_agent, netns=pod_netns)
+    socket_path = os.path.join(os.path.dirname(plugin), "agent.sock")
+    out = refused(plugin, 11, "not reachable", socket_path, config=no_agent, netns=pod_netns)
     assert out["details"]
 
 
-def test_agent_that_never_answers(plugin, pod_netns, tmp_path):
+def test_agent_that_never_answers(pod_netns, tmp_path, collections_path):
     path = str(tmp_path / "silent.sock")
+    plugin = install_plugin(str(tmp_path), collections_path, socket_path=path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(1)
@@ -98,7 +107,7 @@ def test_agent_that_never_answers(plugin, pod_netns, tmp_path):
     thread = threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True)
     thread.start()
     try:
-        refused(plugin, 11, "did not answer within 1s", config=dict(CONFIG, server_socket=path, timeout=1),
+        refused(plugin, 11, "did not answer within 1s", config=dict(CONFIG, timeout=1),
                 netns=pod_netns)
     finally:
         thread.join(5)
