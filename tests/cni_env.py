@@ -52,7 +52,8 @@ class Env:
             json.dump({"socket": self.socket, "ovs_db": box.ovs_db,
                        "kubeconfig": self.api.kubeconfig(os.path.join(tmp, "kubeconfig"), NODE_AGENT),
                        "node_netns": "/var/run/netns/" + self.node.ns, "node_name": "node1",
-                       "annotation_seconds": 3, "install_seconds": 20, **agent_settings}, handle)
+                       "annotation_seconds": 3, "install_seconds": 20,
+                       "ovs_bridges": {"o4nvlan": ["100", "200"]}, **agent_settings}, handle)
         self.log = open(os.path.join(tmp, "agent.log"), "w+")
         self.plugin = install_plugin(tmp, collections)
         install_plugin(tmp, collections, name="ovn4nfv-ipam")

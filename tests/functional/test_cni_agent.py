@@ -299,6 +299,85 @@ def test_an_interface_list_rewritten_to_another_pods_address_is_refused(env):
     _nothing_made(env, netns, before, "thief")
 
 
+def _ports_of(env, pod):
+    box = env.node.box
+    ids = box.run("ovs-vsctl", "--db=" + box.ovs_db, "--columns=external_ids", "list", "interface")
+    return ids.count("default/" + pod + "\"")
+
+
+def _pod_links(netns):
+    return sorted(line.split(":")[1].strip().split("@")[0] for line in ip("ip", "-o", "link", netns=netns).stdout.splitlines())
+
+
+def test_an_add_that_fails_after_its_veth_leaves_nothing_and_the_retry_succeeds(env):
+    """An MTU the kernel refuses fails the ADD after the veth was made; a
+    pod that already has a default route fails it after its first
+    interface was finished. Each time nothing is left, on the node, in the
+    pod or in OVS, and the retry succeeds."""
+    from pyroute2 import NetNS
+    netns = env.pod("fail-mtu", {"name": "net1", "interface": "net0"})
+    before = env.node_links()
+    code, out, _err = env.cni("ADD", "fail-mtu", netns, "ctr-fail-mtu", mtu=70000)
+    assert code == 1 and out["code"] != 0, out
+    assert env.node_links() == before and _pod_links(netns) == ["lo"] and _ports_of(env, "fail-mtu") == 0
+    code, result, _err = env.cni("ADD", "fail-mtu", netns, "ctr-fail-mtu")
+    assert code == 0, (result, env.log_text())
+
+    netns = env.pod("fail-route", *TWO)
+    with NetNS(netns) as pod_ns:
+        pod_ns.link("add", ifname="d0", kind="veth", peer="d1")
+        index = pod_ns.link_lookup(ifname="d0")[0]
+        pod_ns.link("set", index=index, state="up")
+        pod_ns.route("add", dst="0.0.0.0/0", oif=index)
+    before = env.node_links()
+    code, out, _err = env.cni("ADD", "fail-route", netns, "ctr-fail-route")
+    assert code == 1 and "exists" in out["msg"], out
+    assert env.node_links() == before
+    assert _pod_links(netns) == ["d0", "d1", "lo"] and _ports_of(env, "fail-route") == 0, _pod_links(netns)
+    with NetNS(netns) as pod_ns:
+        pod_ns.route("del", dst="0.0.0.0/0", oif=pod_ns.link_lookup(ifname="d0")[0])
+    code, result, _err = env.cni("ADD", "fail-route", netns, "ctr-fail-route")
+    assert code == 0, (result, env.log_text())
+
+
+def test_del_removes_a_veth_whose_ovs_port_was_lost(env):
+    """DEL finds the container's veths by their mark on the node side, not
+    only through OVS: a port OVS no longer has leaves no veth behind."""
+    netns = env.pod("lost-port", {"name": "net1", "interface": "net0"})
+    code, result, _err = env.cni("ADD", "lost-port", netns, "ctr-lost-port")
+    assert code == 0, result
+    host = [i["name"] for i in result["interfaces"] if not i.get("sandbox")][0]
+    box = env.node.box
+    box.run("ovs-vsctl", "--db=" + box.ovs_db, "del-port", "br-int", host)
+    assert host in env.node_links()
+    code, out, _err = env.cni("DEL", "lost-port", netns, "ctr-lost-port")
+    assert code == 0, out
+    assert host not in env.node_links() and _pod_links(netns) == ["lo"]
+
+
+def test_an_add_the_plugin_gave_up_on_is_rolled_back(env):
+    """The plugin's timeout ends the ADD for the runtime while the agent
+    still waits for the interface list; when it comes, the agent finishes,
+    finds nobody to tell, and undoes it. The runtime's retry succeeds."""
+    netns, patch = env.unannounced_pod("late", {"name": "net1", "interface": "net0"})
+    before = env.node_links()
+    watches = env.api.watches
+    outcome = {}
+    adding = threading.Thread(target=lambda: outcome.update(answer=env.cni("ADD", "late", netns, "ctr-late", timeout=1)))
+    adding.start()
+    try:
+        assert env.api.wait(lambda api: api.watches > watches, 30), env.log_text()
+    finally:
+        adding.join(30)
+    code, out, _err = outcome["answer"]
+    assert code == 1 and out["code"] == 11 and "did not answer within 1s" in out["msg"], out
+    env.api.set_annotations("default", "late", patch)
+    assert env.wait_log("ADD of ctr-late was abandoned by the plugin; rolled back", 30), env.log_text()
+    assert env.node_links() == before and _pod_links(netns) == ["lo"] and _ports_of(env, "late") == 0
+    code, result, _err = env.cni("ADD", "late", netns, "ctr-late")
+    assert code == 0, (result, env.log_text())
+
+
 def test_twenty_concurrent_adds_and_every_pair_pings(env):
     from concurrent.futures import ThreadPoolExecutor
     names = ["c%d" % i for i in range(20)]
@@ -393,6 +472,14 @@ def test_ovs_bridge_attachment_with_vlans(env):
         code, out, _err = call(env.plugin, "ADD", config, netns="/var/run/netns/" + netns, ifname="net1",
                                container_id="ctr-trunk", node=env.node.ns, extra_env={"CNI_PATH": env.tmp})
         assert code == 1 and out["code"] == 7 and "trunk" in out["msg"], (trunk, out)
+    for bridge, vlan, words in (("br-int", 100, "not a bridge this node lets pods attach to"),
+                                ("br-phy", 100, "ovs_bridges: o4nvlan"), ("o4nvlan", 300, "300 on o4nvlan is outside"),
+                                ("o4nvlan", None, "0 on o4nvlan is outside")):
+        config = dict(pods["v1"][2], bridge=bridge, vlan=vlan)
+        code, out, _err = call(env.plugin, "ADD", config, netns="/var/run/netns/" + netns, ifname="net1",
+                               container_id="ctr-bridge", node=env.node.ns, extra_env={"CNI_PATH": env.tmp})
+        assert code == 1 and out["code"] == 7 and words in out["msg"], (bridge, vlan, out)
+    assert env.node.box.run("ovs-vsctl", "--db=" + env.node.box.ovs_db, "list-ports", "o4nvlan").split() == []
 
 
 def test_called_once_per_attachment_as_multus_does(env):

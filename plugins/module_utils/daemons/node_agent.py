@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import logging
 import os
@@ -32,14 +33,15 @@ import threading
 
 from .. import cni
 from ..cluster import annotations
-from ..cluster.pod_addresses import K_INTERFACE, K_UID, Pod, binding_verdict
-from ..common.errors import DatabaseUnreachable, Ovn4nfvError
+from ..cluster.pod_addresses import K_INTERFACE, K_UID
+from ..common.errors import Ovn4nfvError, ValidationError
 from ..node.netns import tx_offload_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import reconcile
 from ..resources.ovs import OVS_TABLES, Port
 from . import settings as daemon
-from .ovs_attachment import INTERFACE_EXISTS, K_CONTAINER, OvsAttachment
+from .ovs_attachment import INTERFACE_EXISTS, K_CONTAINER, OvsAttachment, vlan_ranges
+from .pod_truth import PodTruth
 
 try:
     from pyroute2 import IPRoute, NetNS
@@ -52,9 +54,12 @@ except ImportError:  # pragma: no cover - the agent needs them; modules do not
 LOG = logging.getLogger("ovn4nfv.node_agent")
 ANNOTATION_TIMEOUT = 101      # plugin-specific CNI error: the watcher wrote nothing in time
 NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did not install the port
-CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
-NOT_IN_OVN = 104              # plugin-specific CNI error: the interface list is not what OVN holds
-BINDING_COLUMNS = ["logical_port", "mac", "port_security", "external_ids"]
+
+
+def veth_alias(container, interface):
+    """The mark on a pod's node-side veth: the container (a digest: an
+    alias holds 255 bytes) and the pod's interface name."""
+    return "ovn4nfv %s %s" % (hashlib.sha256(container.encode()).hexdigest()[:24], interface)
 
 
 class AgentConfig(daemon.Settings):
@@ -77,10 +82,24 @@ class AgentConfig(daemon.Settings):
                 # the SSL row of the node's Open_vSwitch database)
                 "ovn_sb": None, "sb_private_key": None, "sb_certificate": None, "sb_ca_cert": None,
                 # how long a pod's port may take to reach the southbound
-                "binding_seconds": 30}
+                "binding_seconds": 30,
+                # the plain OVS bridges "mode: ovs" may attach pods to, each with
+                # the VLANs allowed on it ("100", "200-299"; 0 is untagged)
+                "ovs_bridges": {}}
+
+    def check(self):
+        if not isinstance(self.ovs_bridges, dict):
+            raise ValidationError("node agent config: ovs_bridges must map bridge names to lists of VLANs")
+        if self.bridge in self.ovs_bridges:
+            raise ValidationError("node agent config: ovs_bridges may not name %s, the bridge OVN owns" % self.bridge)
+        for bridge, vlans in self.ovs_bridges.items():
+            try:
+                vlan_ranges(vlans, "ovs_bridges.%s" % bridge)
+            except ValueError as exc:
+                raise ValidationError("node agent config: %s" % exc)
 
 
-class NodeAgent(OvsAttachment):
+class NodeAgent(OvsAttachment, PodTruth):
     """Serves CNI requests; :meth:`run` blocks until :meth:`stop`."""
 
     def __init__(self, config, api_client=None):
@@ -151,7 +170,11 @@ class NodeAgent(OvsAttachment):
                         if not chunk:
                             break
                         data += chunk
-                    self.request.sendall(json.dumps(agent.answer(data, fds)).encode() + b"\n")
+                    reply = agent.answer(data, fds)
+                    try:
+                        self.request.sendall(json.dumps(reply).encode() + b"\n")
+                    except OSError:
+                        agent.abandoned(data, reply)
                 finally:
                     for fd in fds:
                         os.close(fd)
@@ -214,6 +237,21 @@ class NodeAgent(OvsAttachment):
             LOG.exception("request failed")
             return {"error": cni.CNIError(cni.IO_FAILURE, str(exc)).to_json(version)}
 
+    def abandoned(self, line, reply):
+        """The plugin gave up (its timeout) before the agent answered: an
+        ADD that succeeded is undone, as a DEL of the same request, so that
+        the runtime's retry starts clean."""
+        try:
+            message = json.loads(line.decode())
+            if message["env"].get("CNI_COMMAND") != "ADD" or "error" in reply:
+                return
+            message["env"] = dict(message["env"], CNI_COMMAND="DEL")
+            undone = self.answer(json.dumps(message).encode(), [])
+            LOG.warning("ADD of %s was abandoned by the plugin; rolled back%s", message["env"].get("CNI_CONTAINERID"),
+                        "" if "error" not in undone else ": %s" % undone["error"].get("msg"))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            LOG.exception("an abandoned request could not be undone")
+
     def _pod_netns(self, request, fds):
         """A path to the namespace the plugin opened and sent: the agent's
         own descriptor of it (``/proc/<pid>/fd/<n>``), which names that
@@ -258,50 +296,6 @@ class NodeAgent(OvsAttachment):
                               annotations.IFACE_LIST)
         return pod.metadata.uid, annotations.parse_iface_list(pod.metadata.annotations[annotations.IFACE_LIST])
 
-    def _confirm(self, namespace, name, uid, entries, macs=True):
-        """Refuse an interface list that OVN does not hold: each entry's MAC
-        and IP must be in the port security (or static addresses) of the
-        pod's port in the southbound, bound to this pod's UID. The pod's
-        own annotation is not trusted: whoever may patch the pod may have
-        written it. Waits, bounded by ``binding_seconds``, for the port to
-        reach the southbound; reads only those ports' rows."""
-        pod = Pod(namespace, name, uid)
-        remote, tls = self._southbound()
-        if not remote:
-            raise cni.CNIError(cni.TRY_AGAIN, "no southbound to check pod %s/%s against: ovn_sb is not set and "
-                               "the node has no external_ids:ovn-remote" % (namespace, name))
-        try:
-            verdict = ovsdb.follow_rows(
-                remote, ovsdb.SB_SCHEMA, "Port_Binding",
-                ("logical_port", [pod.port_name(e["interface"]) for e in entries]), BINDING_COLUMNS,
-                lambda rows: binding_verdict(pod, entries, rows, macs), self.config.binding_seconds,
-                tls=tls, field="ovn_sb")
-        except DatabaseUnreachable as exc:
-            raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: cannot check its interfaces against OVN: %s" % (
-                namespace, name, exc))
-        if verdict is None:
-            raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: OVN has no port with port security for %s after %ss" % (
-                namespace, name, ", ".join(e["interface"] for e in entries), self.config.binding_seconds))
-        if verdict:
-            raise cni.CNIError(NOT_IN_OVN, "pod %s/%s: its %s annotation is not what OVN holds, refused: %s" % (
-                namespace, name, annotations.IFACE_LIST, "; ".join(verdict)))
-
-    def _southbound(self):
-        """The southbound remote and TLS files: the settings, or else what
-        ``ovn-controller`` on this node uses (``external_ids:ovn-remote`` and
-        the Open_vSwitch database's SSL row)."""
-        config = self.config
-
-        def node(idl):
-            for row in idl.tables["Open_vSwitch"].rows.values():
-                ssl = row.ssl[0] if row.ssl else None
-                return row.external_ids.get("ovn-remote"), ssl and (ssl.private_key, ssl.certificate, ssl.ca_cert)
-            return None, None
-        remote, files = self.ovs.read(node)
-        if config.ovn_sb or config.sb_private_key:
-            return config.ovn_sb or remote, ovsdb.TLS(config.sb_private_key, config.sb_certificate, config.sb_ca_cert)
-        return remote, ovsdb.TLS(*(files or ()))
-
     def ipam_add(self, request, ipam):
         """ovn4nfv-ipam: the address the watcher took for this attachment
         (``<provider>.kubernetes.io/*``), as a CNI IPAM result."""
@@ -341,8 +335,8 @@ class NodeAgent(OvsAttachment):
         made = []
         try:
             for host, entry in hosts:
-                self._veth(netns, host, entry, config.get("mtu"), netdev)
-                made.append(host)
+                made.append(host)       # before: a veth half made is removed too
+                self._veth(netns, host, entry, config.get("mtu"), netdev, request["container_id"])
             self._attach(hosts, namespace, name, uid, request["container_id"])
             self._wait_installed(made)
         except Exception:
@@ -370,11 +364,14 @@ class NodeAgent(OvsAttachment):
                                self.config.bridge)
         return kind == "netdev"
 
-    def _veth(self, netns, host, entry, mtu, netdev):
+    def _veth(self, netns, host, entry, mtu, netdev, container):
         ip, _sep, prefix = entry["ip_address"].partition("/")
         with self._node() as ipr:
             ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
             index = ipr.link_lookup(ifname=host)[0]
+            # the container's mark on the node side, for a DEL that comes
+            # before the OVS port was made (or after it was lost)
+            ipr.link("set", index=index, ifalias=veth_alias(container, entry["interface"]))
             ipr.link("set", index=index, state="up", **({"mtu": mtu} if mtu else {}))
         with NetNS(netns) as pod_ns:
             index = pod_ns.link_lookup(ifname=entry["interface"])[0]
@@ -416,10 +413,15 @@ class NodeAgent(OvsAttachment):
         attachment (a ``provider`` in the config), only ``CNI_IFNAME``'s."""
         container = request["container_id"]
         only = request["ifname"] if request["config"].get("provider") else None
-        hosts = self.ovs.read(lambda idl: sorted(
+        hosts = self.ovs.read(lambda idl: set(
             iface.name for iface in idl.tables["Interface"].rows.values()
             if iface.external_ids.get(K_CONTAINER) == container
             and (only is None or iface.external_ids.get(K_INTERFACE) == only)))
+        prefix = veth_alias(container, only or "")
+        with self._node() as ipr:
+            hosts |= set(link.get_attr("IFLA_IFNAME") for link in ipr.get_links()
+                         if (link.get_attr("IFLA_IFALIAS") or "").startswith(prefix))
+        hosts = sorted(hosts)
         self._remove(hosts)
         LOG.info("DEL %s: %s", container, ", ".join(hosts) or "nothing left")
 
@@ -431,49 +433,6 @@ class NodeAgent(OvsAttachment):
             for host in hosts:
                 for index in ipr.link_lookup(ifname=host):
                     ipr.link("del", index=index)
-
-    # -- CHECK -------------------------------------------------------------
-    def check(self, request):
-        """CHECK as the specification defines it: the interfaces were added
-        for this container, and what the pod's interface list and the ADD's
-        result (``prevResult``) say exists in the pod, as they say it."""
-        namespace, name = self._pod(request)
-        uid, entries = self._entries(namespace, name)
-        entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
-        previous = request["config"].get("prevResult")
-        if not isinstance(previous, dict):
-            raise cni.CNIError(cni.INVALID_CONFIG, "prevResult: CHECK needs the result of the ADD")
-        hosts = [cni.host_ifname(uid, entry["interface"]) for entry in entries]
-        owners = self.ovs.read(lambda idl: dict((i.name, i.external_ids.get(K_CONTAINER))
-                                                for i in idl.tables["Interface"].rows.values() if i.name in hosts))
-        for host, entry in zip(hosts, entries):
-            if owners.get(host) != request["container_id"]:
-                raise cni.CNIError(CHECK_FAILED, "interface %s was not added for container %s" % (
-                    entry["interface"], request["container_id"]))
-        wanted = [(e["interface"], e["mac_address"], e["ip_address"]) for e in entries]
-        interfaces = previous.get("interfaces") if isinstance(previous.get("interfaces"), list) else []
-        for item in previous.get("ips") if isinstance(previous.get("ips"), list) else []:
-            index = item.get("interface") if isinstance(item, dict) else None
-            if isinstance(index, int) and 0 <= index < len(interfaces) and interfaces[index].get("sandbox"):
-                wanted.append((interfaces[index].get("name"), interfaces[index].get("mac"), item.get("address")))
-        with NetNS(request["pod_netns"]) as pod_ns:
-            for interface, mac, address in wanted:
-                self._check_interface(pod_ns, interface, mac, address)
-
-    @staticmethod
-    def _check_interface(pod_ns, interface, mac, address):
-        found = pod_ns.link_lookup(ifname=interface)
-        if not found:
-            raise cni.CNIError(CHECK_FAILED, "interface %s is missing" % interface)
-        link = pod_ns.get_links(found[0])[0]
-        if mac and link.get_attr("IFLA_ADDRESS") != mac:
-            raise cni.CNIError(CHECK_FAILED, "interface %s has MAC %s, not %s" % (
-                interface, link.get_attr("IFLA_ADDRESS"), mac))
-        ip, _sep, prefix = str(address).partition("/")
-        addresses = set((a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in pod_ns.get_addr(index=found[0]))
-        if not prefix.isdigit() or (ip, int(prefix)) not in addresses:
-            raise cni.CNIError(CHECK_FAILED, "interface %s lacks the address %s" % (interface, address))
-
 
 def main(argv=None):
     return daemon.run("ovn4nfv-node-agent", __doc__.split("\n", 1)[0], AgentConfig, NodeAgent, argv)

@@ -27,11 +27,42 @@ K_CONTAINER = "ovn4nfv-container-id"
 INTERFACE_EXISTS = 100        # plugin-specific CNI error: ADD onto an existing interface
 
 
+def vlan_ranges(values, field):
+    """``["100", "200-299", 0]`` as ``[(100, 100), (200, 299), (0, 0)]``;
+    0 is an untagged port. Raises ValueError naming ``field``."""
+    ranges = []
+    for value in values if isinstance(values, list) else [None]:
+        low, _sep, high = str(value).partition("-")
+        if isinstance(value, bool) or not low.isdigit() or not (high or low).isdigit() \
+                or not 0 <= int(low) <= int(high or low) <= 4094:
+            raise ValueError("%s: %r is not a VLAN (0-4094, 0 for untagged) or a range a-b of them" % (field, value))
+        ranges.append((int(low), int(high or low)))
+    return ranges
+
+
+def _vlan(value):
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 4094
+
+
 class OvsAttachment:
     """Mixed into the node agent, which provides ``ovs``, ``_node`` and
     ``_remove``."""
 
     # -- the OVS bridge attachment (the ovs-cni design) -------------------------
+    def _allowed(self, bridge, vlans):
+        """Only the bridges and VLANs the node lists (``ovs_bridges``): a
+        NetworkAttachmentDefinition's author must not put a pod on the
+        underlay's bridge, the external one or ``br-int``."""
+        allowed = self.config.ovs_bridges or {}
+        if bridge not in allowed:
+            raise cni.CNIError(cni.INVALID_CONFIG, "bridge: %r is not a bridge this node lets pods attach to "
+                               "(ovs_bridges: %s)" % (bridge, ", ".join(sorted(allowed)) or "none"))
+        ranges = vlan_ranges(allowed[bridge], "ovs_bridges")
+        refused = sorted(set(v for v in vlans if not any(low <= v <= high for low, high in ranges)))
+        if refused:
+            raise cni.CNIError(cni.INVALID_CONFIG, "vlan: %s on %s is outside what this node allows (%s)" % (
+                ", ".join(str(v) for v in refused), bridge, ", ".join(str(r) for r in allowed[bridge])))
+
     def ovs_attachment(self, request):
         """``{"type": "ovn4nfv", "mode": "ovs", "bridge": ..., "vlan": N}``:
         the interface as an access port of a plain OVS bridge (or a trunk,
@@ -42,16 +73,18 @@ class OvsAttachment:
         bridge, vlan = config.get("bridge"), config.get("vlan")
         if not bridge:
             raise cni.CNIError(cni.INVALID_CONFIG, "bridge: mode ovs needs the OVS bridge to attach to")
-        if vlan is not None and (not isinstance(vlan, int) or not 0 <= vlan <= 4094):
-            raise cni.CNIError(cni.INVALID_CONFIG, "vlan: %r is not a VLAN ID (0-4094)" % vlan)
+        if vlan is not None and not _vlan(vlan):
+            raise cni.CNIError(cni.INVALID_CONFIG, "vlan: %r is not a VLAN ID (0-4094)" % (vlan,))
         trunks = []
         for item in config.get("trunk") or []:
-            if not isinstance(item, dict):
+            low = high = None
+            if isinstance(item, dict):
+                low, high = item.get("id", item.get("minID")), item.get("id", item.get("maxID"))
+            if not (_vlan(low) and _vlan(high) and low <= high):
                 raise cni.CNIError(cni.INVALID_CONFIG, "trunk: %r is not a VLAN or a range of them" % (item,))
-            low, high = item.get("id", item.get("minID")), item.get("id", item.get("maxID"))
-            if isinstance(low, bool) or isinstance(high, bool) or not all(isinstance(v, int) and 0 <= v <= 4094 for v in (low, high)) or low > high:
-                raise cni.CNIError(cni.INVALID_CONFIG, "trunk: %r is not a VLAN or a range of them" % item)
             trunks.extend(range(low, high + 1))
+        if command != "DEL":
+            self._allowed(bridge, [vlan or 0] + trunks)
         host = cni.host_ifname(request["container_id"], request["ifname"])
         if command == "DEL":
             self._remove([host])

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the node agent checks a pod's interfaces against: before an ADD,
+OVN's southbound (the pod's own annotation is not trusted); for a CHECK,
+the pod's namespace against the ADD's result and the interface list."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from .. import cni
+from ..cluster import annotations
+from ..cluster.pod_addresses import Pod, binding_verdict
+from ..common.errors import DatabaseUnreachable
+from ..ovsdb import connection as ovsdb
+from .ovs_attachment import K_CONTAINER
+
+try:
+    from pyroute2 import NetNS
+except ImportError:  # pragma: no cover - the agent needs it; modules do not
+    NetNS = None
+
+CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
+NOT_IN_OVN = 104              # plugin-specific CNI error: the interface list is not what OVN holds
+BINDING_COLUMNS = ["logical_port", "mac", "port_security", "external_ids"]
+
+
+class PodTruth:
+    """Mixed into the node agent, which provides ``config``, ``ovs``,
+    ``_pod`` and ``_entries``."""
+
+    def _confirm(self, namespace, name, uid, entries, macs=True):
+        """Refuse an interface list that OVN does not hold: each entry's MAC
+        and IP must be in the port security (or static addresses) of the
+        pod's port in the southbound, bound to this pod's UID. The pod's
+        own annotation is not trusted: whoever may patch the pod may have
+        written it. Waits, bounded by ``binding_seconds``, for the port to
+        reach the southbound; reads only those ports' rows."""
+        pod = Pod(namespace, name, uid)
+        remote, tls = self._southbound()
+        if not remote:
+            raise cni.CNIError(cni.TRY_AGAIN, "no southbound to check pod %s/%s against: ovn_sb is not set and "
+                               "the node has no external_ids:ovn-remote" % (namespace, name))
+        try:
+            verdict = ovsdb.follow_rows(
+                remote, ovsdb.SB_SCHEMA, "Port_Binding",
+                ("logical_port", [pod.port_name(e["interface"]) for e in entries]), BINDING_COLUMNS,
+                lambda rows: binding_verdict(pod, entries, rows, macs), self.config.binding_seconds,
+                tls=tls, field="ovn_sb")
+        except DatabaseUnreachable as exc:
+            raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: cannot check its interfaces against OVN: %s" % (
+                namespace, name, exc))
+        if verdict is None:
+            raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: OVN has no port with port security for %s after %ss" % (
+                namespace, name, ", ".join(e["interface"] for e in entries), self.config.binding_seconds))
+        if verdict:
+            raise cni.CNIError(NOT_IN_OVN, "pod %s/%s: its %s annotation is not what OVN holds, refused: %s" % (
+                namespace, name, annotations.IFACE_LIST, "; ".join(verdict)))
+
+    def _southbound(self):
+        """The southbound remote and TLS files: the settings, or else what
+        ``ovn-controller`` on this node uses (``external_ids:ovn-remote`` and
+        the Open_vSwitch database's SSL row)."""
+        config = self.config
+
+        def node(idl):
+            for row in idl.tables["Open_vSwitch"].rows.values():
+                ssl = row.ssl[0] if row.ssl else None
+                return row.external_ids.get("ovn-remote"), ssl and (ssl.private_key, ssl.certificate, ssl.ca_cert)
+            return None, None
+        remote, files = self.ovs.read(node)
+        if config.ovn_sb or config.sb_private_key:
+            return config.ovn_sb or remote, ovsdb.TLS(config.sb_private_key, config.sb_certificate, config.sb_ca_cert)
+        return remote, ovsdb.TLS(*(files or ()))
+
+    # -- CHECK -------------------------------------------------------------
+    def check(self, request):
+        """CHECK as the specification defines it: the interfaces were added
+        for this container, and what the pod's interface list and the ADD's
+        result (``prevResult``) say exists in the pod, as they say it."""
+        namespace, name = self._pod(request)
+        uid, entries = self._entries(namespace, name)
+        entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
+        previous = request["config"].get("prevResult")
+        if not isinstance(previous, dict):
+            raise cni.CNIError(cni.INVALID_CONFIG, "prevResult: CHECK needs the result of the ADD")
+        hosts = [cni.host_ifname(uid, entry["interface"]) for entry in entries]
+        owners = self.ovs.read(lambda idl: dict((i.name, i.external_ids.get(K_CONTAINER))
+                                                for i in idl.tables["Interface"].rows.values() if i.name in hosts))
+        for host, entry in zip(hosts, entries):
+            if owners.get(host) != request["container_id"]:
+                raise cni.CNIError(CHECK_FAILED, "interface %s was not added for container %s" % (
+                    entry["interface"], request["container_id"]))
+        wanted = [(e["interface"], e["mac_address"], e["ip_address"]) for e in entries]
+        interfaces = previous.get("interfaces") if isinstance(previous.get("interfaces"), list) else []
+        for item in previous.get("ips") if isinstance(previous.get("ips"), list) else []:
+            index = item.get("interface") if isinstance(item, dict) else None
+            if isinstance(index, int) and 0 <= index < len(interfaces) and interfaces[index].get("sandbox"):
+                wanted.append((interfaces[index].get("name"), interfaces[index].get("mac"), item.get("address")))
+        with NetNS(request["pod_netns"]) as pod_ns:
+            for interface, mac, address in wanted:
+                self._check_interface(pod_ns, interface, mac, address)
+
+    @staticmethod
+    def _check_interface(pod_ns, interface, mac, address):
+        found = pod_ns.link_lookup(ifname=interface)
+        if not found:
+            raise cni.CNIError(CHECK_FAILED, "interface %s is missing" % interface)
+        link = pod_ns.get_links(found[0])[0]
+        if mac and link.get_attr("IFLA_ADDRESS") != mac:
+            raise cni.CNIError(CHECK_FAILED, "interface %s has MAC %s, not %s" % (
+                interface, link.get_attr("IFLA_ADDRESS"), mac))
+        ip, _sep, prefix = str(address).partition("/")
+        addresses = set((a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in pod_ns.get_addr(index=found[0]))
+        if not prefix.isdigit() or (ip, int(prefix)) not in addresses:
+            raise cni.CNIError(CHECK_FAILED, "interface %s lacks the address %s" % (interface, address))
