@@ -433,6 +433,27 @@ def test_ipam_plugin_with_debians_macvlan(env):
                              extra_env={"CNI_PATH": env.tmp + ":/usr/lib/cni"})
     assert code == 0, (result, err)
     assert result["ips"][0]["address"] == pods["m1"][1], "the freed address is handed out again"
+    # m4's author writes the IPAM annotations themselves, claiming m2's
+    # address, before the watcher ran: the agent waits for OVN and refuses
+    prefix = "macvlan.default.kubernetes.io/"
+    forged = {prefix + "allocated": "true", prefix + "ip_address": "172.16.30.77",
+              prefix + "cidr": "172.16.30.0/24", prefix + "gateway": "172.16.30.1"}
+    obj = env.create_pod("m4", annotations=forged)
+    netns = "/var/run/netns/o4n-%s-m4" % env.node.tag
+    outcome = {}
+    adding = threading.Thread(target=lambda: outcome.update(answer=call(
+        "/usr/lib/cni/macvlan", "ADD", macvlan, netns=netns, ifname="net1", container_id="ctr-m4",
+        args="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=m4", node=env.node.ns,
+        extra_env={"CNI_PATH": env.tmp + ":/usr/lib/cni"})))
+    adding.start()
+    try:
+        env.watcher_ran(obj, ipam=[("net1", "macvlan.default", "macvlan-net", None)])
+    finally:
+        adding.join(60)
+    code, out, err = outcome["answer"]
+    assert code != 0 and "172.16.30.77" in (out or {}).get("msg", "") + err and "104" in json.dumps(out) + err, \
+        (out, err, env.log_text())
+    assert "172.16.30." not in ip("ip", "-o", "-4", "addr", netns=netns).stdout, "no address was given"
 
 
 def test_ovs_bridge_attachment_with_vlans(env):
