@@ -30,9 +30,10 @@ def ansible_env(collections_path, home):
 
 
 def run_playbook(collections_path, tasks, extra_vars=None, module_defaults=None, diff=True,
-                 timeout=300, netns=None):
+                 timeout=300, netns=None, env=None):
     """Run ``tasks`` (a list of dicts, each with a ``name``) on localhost,
-    inside the network namespace ``netns`` when given.
+    inside the network namespace ``netns`` when given, with ``env`` added to
+    ansible-playbook's environment.
 
     Returns ``(results, completed_process)``: ``results`` maps task name to
     its registered result.
@@ -66,7 +67,7 @@ def run_playbook(collections_path, tasks, extra_vars=None, module_defaults=None,
             "-e", "@" + os.path.join(work, "vars.json")]
         if diff:
             cmd.append("--diff")
-        proc = subprocess.run(cmd, env=ansible_env(collections_path, work),
+        proc = subprocess.run(cmd, env=dict(ansible_env(collections_path, work), **(env or {})),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True, timeout=timeout, check=False)
         if not os.path.exists(out):

@@ -111,8 +111,9 @@ def test_a_playbook_runs_the_installed_modules_and_roles(installed, sandbox, tmp
             "db": sandbox.ovs_db, "config": [{"name": "br-pkg", "datapath_type": "netdev"}]}},
         {"name": "core", "ansible.builtin.include_role": {"name": "ovn4nfv.k8s.cni", "tasks_from": "package"}},
     ]
-    results, proc = run_playbook(clean, tasks, extra_vars={
-        "cni_lib_dir": lib, "cni_core_zip_local": str(tmp_path / "core.zip")})
+    tmp = str(tmp_path / "controller-tmp")
+    os.makedirs(tmp)
+    results, proc = run_playbook(clean, tasks, extra_vars={"cni_lib_dir": lib}, env={"TMPDIR": tmp})
     assert "failed=0" in proc.stdout, proc.stdout[-4000:]
     assert results["network"]["changed"] and results["bridge"]["changed"]
     assert "pkg-net" in sandbox.nbctl("ls-list")
@@ -128,3 +129,4 @@ def test_a_playbook_runs_the_installed_modules_and_roles(installed, sandbox, tmp
         env=dict(os.environ, PYTHONPATH=core), cwd=str(tmp_path), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
     assert imported.returncode == 0 and imported.stdout.startswith(core), imported.stdout
+    assert not [n for n in os.listdir(tmp) if n.startswith("ovn4nfv-core-")], "the controller's directory is gone"
