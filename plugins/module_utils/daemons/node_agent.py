@@ -434,6 +434,7 @@ class NodeAgent(OvsAttachment, PodTruth):
                 for index in ipr.link_lookup(ifname=host):
                     ipr.link("del", index=index)
 
+
 def main(argv=None):
     return daemon.run("ovn4nfv-node-agent", __doc__.split("\n", 1)[0], AgentConfig, NodeAgent, argv)
 
