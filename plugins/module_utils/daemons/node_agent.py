@@ -33,7 +33,7 @@ import threading
 
 from .. import cni
 from ..cluster import annotations
-from ..cluster.pod_addresses import K_INTERFACE, K_UID
+from ..cluster.pod_addresses import K_INTERFACE, K_UID, Pod
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..node.netns import tx_offload_off
 from ..ovsdb import connection as ovsdb
@@ -389,8 +389,9 @@ class NodeAgent(OvsAttachment, PodTruth):
             tx_offload_off(netns, entry["interface"])
 
     def _attach(self, hosts, namespace, name, uid, container_id):
+        pod = Pod(namespace, name, uid)
         config = [{"name": host, "bridge": self.config.bridge, "external_ids": {
-            "iface-id": "%s_%s_%s" % (namespace, name, entry["interface"]), "attached-mac": entry["mac_address"],
+            "iface-id": pod.port_name(entry["interface"]), "attached-mac": entry["mac_address"],
             K_UID: uid, K_CONTAINER: container_id, K_INTERFACE: entry["interface"],
             "ovn4nfv-pod": "%s/%s" % (namespace, name)}}
             for host, entry in hosts]
