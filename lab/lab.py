@@ -63,13 +63,14 @@ SETS = {
         "ovn4nfv-worker2": ("worker2", [(UNDERLAY[0], "192.168.33.13"), (EXTERNAL[0], "192.168.50.13")]),
         "ovn4nfv-external": ("external", [(EXTERNAL[0], "192.168.50.100")]),
     }, api="ovn4nfv-master", tx_off=["ovn4nfv-external"]),
-    # A three-member RAFT central and a master for the watcher: the molecule
-    # central_cluster scenario.
+    # A three-member RAFT central, a master (the watcher, and a chassis) and a
+    # worker (a chassis): the molecule central_cluster scenario.
     "cluster": LabSet("cluster", [("ovn4nfv-cluster", "192.168.34.0/24")], {
         "ovn4nfv-central1": ("central1", [("ovn4nfv-cluster", "192.168.34.21")]),
         "ovn4nfv-central2": ("central2", [("ovn4nfv-cluster", "192.168.34.22")]),
         "ovn4nfv-central3": ("central3", [("ovn4nfv-cluster", "192.168.34.23")]),
         "ovn4nfv-cmaster": ("cmaster", [("ovn4nfv-cluster", "192.168.34.11")]),
+        "ovn4nfv-cworker": ("cworker", [("ovn4nfv-cluster", "192.168.34.12")]),
     }, api="ovn4nfv-cmaster"),
     # One node that is everything at once: the molecule scenarios of the roles.
     "node": LabSet("node", [("ovn4nfv-node-underlay", "192.168.35.0/24"),
