@@ -4,6 +4,7 @@ process, and the ovn4nfv plugins installed as a runtime would call them.
 Pods get their interface lists written the way the watcher writes them,
 with the same core functions."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -59,12 +60,16 @@ class Env:
         install_plugin(tmp, collections, name="ovn4nfv-ipam")
         self.start_agent()
 
-    def start_agent(self):
+    def start_agent(self, faults=None):
+        """The agent as a process; with ``faults``, through
+        tests/agent_faults.py, which injects them."""
         if os.path.exists(self.socket):
             os.unlink(self.socket)
+        module = ["agent_faults", json.dumps(faults)] if faults else [
+            "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.node_agent"]
+        path = os.pathsep.join([self.collections, os.path.dirname(os.path.abspath(__file__))])
         self.agent = subprocess.Popen(
-            [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.node_agent",
-             "--config", self.config_path], env=dict(os.environ, PYTHONPATH=self.collections),
+            [sys.executable, "-m"] + module + ["--config", self.config_path], env=dict(os.environ, PYTHONPATH=path),
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 30
         while not os.path.exists(self.socket):
@@ -79,6 +84,25 @@ class Env:
             except subprocess.TimeoutExpired:
                 self.agent.kill()
                 self.agent.wait(10)
+
+    @contextlib.contextmanager
+    def agent_variant(self, faults=None, **settings):
+        """The agent restarted with ``settings`` over its configuration and
+        ``faults`` injected; the usual agent again afterwards, whatever
+        happened."""
+        with open(self.config_path) as handle:
+            original = handle.read()
+        self.stop_agent()
+        try:
+            with open(self.config_path, "w") as handle:
+                json.dump(dict(json.loads(original), **settings), handle)
+            self.start_agent(faults)
+            yield
+        finally:
+            self.stop_agent()
+            with open(self.config_path, "w") as handle:
+                handle.write(original)
+            self.start_agent()
 
     def wait_log(self, text, timeout):
         """Whether ``text`` appears in the agent's log within ``timeout``

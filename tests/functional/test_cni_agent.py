@@ -6,6 +6,7 @@ writes them, with the same core functions."""
 
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -14,6 +15,7 @@ import netaddr
 import pytest
 
 from cni_env import Env
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cni
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from cni_runtime import call
 from dataplane import ip, ns_name, ping, tcp_exchange
@@ -310,18 +312,21 @@ def _pod_links(netns):
 
 
 def test_an_add_that_fails_after_its_veth_leaves_nothing_and_the_retry_succeeds(env):
-    """An MTU the kernel refuses fails the ADD after the veth was made; a
-    pod that already has a default route fails it after its first
-    interface was finished. Each time nothing is left, on the node, in the
-    pod or in OVS, and the retry succeeds."""
+    """An MTU the kernel refuses (injected once, by tests/agent_faults.py)
+    fails the ADD after the veth was made; a pod that already has a
+    default route fails it after its first interface was finished. Each
+    time nothing is left, on the node, in the pod or in OVS, and the retry
+    succeeds."""
     from pyroute2 import NetNS
     netns = env.pod("fail-mtu", {"name": "net1", "interface": "net0"})
-    before = env.node_links()
-    code, out, _err = env.cni("ADD", "fail-mtu", netns, "ctr-fail-mtu", mtu=70000)
-    assert code == 1 and out["code"] != 0, out
-    assert env.node_links() == before and _pod_links(netns) == ["lo"] and _ports_of(env, "fail-mtu") == 0
-    code, result, _err = env.cni("ADD", "fail-mtu", netns, "ctr-fail-mtu")
-    assert code == 0, (result, env.log_text())
+    with env.agent_variant(faults={"mtu": 9000}):
+        before = env.node_links()
+        code, out, _err = env.cni("ADD", "fail-mtu", netns, "ctr-fail-mtu", mtu=9000)
+        assert code == 1 and "injected for mtu 9000" in out["msg"], out
+        assert env.node_links() == before and _pod_links(netns) == ["lo"] and _ports_of(env, "fail-mtu") == 0
+        code, result, _err = env.cni("ADD", "fail-mtu", netns, "ctr-fail-mtu", mtu=9000)
+        assert code == 0, (result, env.log_text())
+    assert "mtu 9000" in ip("ip", "-o", "link", "show", "net0", netns=ns_name(netns)).stdout
 
     netns = env.pod("fail-route", *TWO)
     with NetNS(netns) as pod_ns:
@@ -337,6 +342,100 @@ def test_an_add_that_fails_after_its_veth_leaves_nothing_and_the_retry_succeeds(
     with NetNS(netns) as pod_ns:
         pod_ns.route("del", dst="0.0.0.0/0", oif=pod_ns.link_lookup(ifname="d0")[0])
     code, result, _err = env.cni("ADD", "fail-route", netns, "ctr-fail-route")
+    assert code == 0, (result, env.log_text())
+
+
+def _failing_pod(env, name, *requests):
+    """A pod announced as the watcher announces it: ``(netns, uid)``."""
+    obj = env.create_pod(name, *requests)
+    netns, patch = env.watcher_ran(obj, *requests)
+    env.api.set_annotations("default", name, patch)
+    return netns, obj["metadata"]["uid"]
+
+
+def _left_nothing(env, netns, pod, links_before):
+    assert env.node_links() == links_before, "the node's interfaces changed"
+    assert _pod_links(netns) == ["lo"], _pod_links(netns)
+    assert _ports_of(env, pod) == 0, "an OVS port of the pod is left"
+
+
+def test_an_add_whose_veth_name_is_taken_leaves_the_other_interface_alone(env):
+    """The veth step fails: an interface that is not the product's holds
+    the node-side name. The ADD fails, removes nothing of the other's and
+    leaves nothing of its own; once the name is free the retry succeeds."""
+    netns, uid = _failing_pod(env, "fail-veth", {"name": "net1", "interface": "net0"})
+    taken = cni.host_ifname(uid, "net0")
+    ip("ip", "link", "add", taken, "type", "veth", "peer", "name", "o4nforeign", netns=env.node.ns)
+    try:
+        before = env.node_links()
+        code, out, _err = env.cni("ADD", "fail-veth", netns, "ctr-fail-veth")
+        assert code == 1 and "exists" in out["msg"], out
+        _left_nothing(env, netns, "fail-veth", before)
+        assert taken in env.node_links() and "o4nforeign" in env.node_links(), "the other's interface was removed"
+    finally:
+        ip("ip", "link", "del", taken, netns=env.node.ns)
+    code, result, _err = env.cni("ADD", "fail-veth", netns, "ctr-fail-veth")
+    assert code == 0, (result, env.log_text())
+
+
+def test_an_add_whose_address_the_kernel_refuses_leaves_nothing(env):
+    """The address step fails (the kernel's answer replaced by ENOBUFS,
+    once, by tests/agent_faults.py): the veth made before it goes, and
+    the runtime's retry succeeds."""
+    static = "172.16.1.77"
+    with env.agent_variant(faults={"address": static}):
+        netns, _uid = _failing_pod(env, "fail-address", {"name": "net1", "interface": "net0",
+                                                         "ip_address": static})
+        before = env.node_links()
+        code, out, _err = env.cni("ADD", "fail-address", netns, "ctr-fail-address")
+        assert code == 1 and "injected for address %s" % static in out["msg"], out
+        _left_nothing(env, netns, "fail-address", before)
+        code, result, _err = env.cni("ADD", "fail-address", netns, "ctr-fail-address")
+        assert code == 0, (result, env.log_text())
+        assert result["ips"][0]["address"] == static + "/24"
+
+
+def test_an_add_whose_ovs_port_ovs_refuses_leaves_the_other_port_alone(env):
+    """The OVS port step fails: a port that is not the product's, on
+    another bridge, holds the name (OVS keeps port names unique). The veth
+    goes, the other port stays, and the retry succeeds once it is gone."""
+    netns, uid = _failing_pod(env, "fail-port", {"name": "net1", "interface": "net0"})
+    taken = cni.host_ifname(uid, "net0")
+    box = env.node.box
+    vsctl = ["ovs-vsctl", "--db=" + box.ovs_db]
+    box.run(*vsctl + ["add-br", "o4nforeign", "--", "set", "bridge", "o4nforeign", "datapath_type=netdev",
+                      "--", "add-port", "o4nforeign", taken, "--", "set", "interface", taken, "type=patch",
+                      "options:peer=nowhere"])
+    try:
+        before = env.node_links()
+        code, out, _err = env.cni("ADD", "fail-port", netns, "ctr-fail-port")
+        assert code == 1 and out["code"] != 0, out
+        _left_nothing(env, netns, "fail-port", before)
+        assert box.run(*vsctl + ["port-to-br", taken]).strip() == "o4nforeign", "the other port was removed"
+    finally:
+        box.run(*vsctl + ["--if-exists", "del-br", "o4nforeign"])
+    code, result, _err = env.cni("ADD", "fail-port", netns, "ctr-fail-port")
+    assert code == 0, (result, env.log_text())
+
+
+def test_an_add_ovn_controller_never_installs_leaves_nothing(env):
+    """The ovn-installed wait fails: ovn-controller is stopped (SIGSTOP),
+    so the port is never installed. The ADD fails when the agent's wait
+    ends, the veth and the OVS port go, and once ovn-controller runs again
+    the retry succeeds."""
+    with open(os.path.join(env.node.box.dir, "ovn-controller.pid")) as handle:
+        controller = int(handle.read().strip())
+    netns, _uid = _failing_pod(env, "fail-install", {"name": "net1", "interface": "net0"})
+    with env.agent_variant(install_seconds=2):
+        before = env.node_links()
+        os.kill(controller, signal.SIGSTOP)
+        try:
+            code, out, _err = env.cni("ADD", "fail-install", netns, "ctr-fail-install")
+        finally:
+            os.kill(controller, signal.SIGCONT)
+        assert code == 1 and out["code"] == 102 and "did not install" in out["msg"], out
+        _left_nothing(env, netns, "fail-install", before)
+    code, result, _err = env.cni("ADD", "fail-install", netns, "ctr-fail-install")
     assert code == 0, (result, env.log_text())
 
 
@@ -500,6 +599,21 @@ def test_ovs_bridge_attachment_with_vlans(env):
         code, out, _err = call(env.plugin, "ADD", config, netns="/var/run/netns/" + netns, ifname="net1",
                                container_id="ctr-bridge", node=env.node.ns, extra_env={"CNI_PATH": env.tmp})
         assert code == 1 and out["code"] == 7 and words in out["msg"], (bridge, vlan, out)
+    assert env.node.box.run("ovs-vsctl", "--db=" + env.node.box.ovs_db, "list-ports", "o4nvlan").split() == []
+    # An ADD that fails after host-local gave it an address (an MTU the
+    # kernel refuses) gives the address back: nothing left, and the retry
+    # is given the same first free address.
+    data = os.path.join(env.tmp, "ipam-data", "vlans")
+    reserved = sorted(name for name in os.listdir(data) if name[0].isdigit())
+    config = dict(pods["v1"][2], mtu=9000)
+    with env.agent_variant(faults={"mtu": 9000}):
+        code, out, _err = call(env.plugin, "ADD", config, netns="/var/run/netns/" + netns, ifname="net1",
+                               container_id="ctr-mtu", node=env.node.ns,
+                               extra_env={"CNI_PATH": env.tmp + ":/usr/lib/cni"})
+    assert code == 1 and "injected for mtu" in out["msg"], out
+    reserved_now = sorted(name for name in os.listdir(data) if name[0].isdigit())
+    assert reserved_now == reserved, "host-local keeps an address for the failed ADD"
+    assert _pod_links(netns) == ["lo"]
     assert env.node.box.run("ovs-vsctl", "--db=" + env.node.box.ovs_db, "list-ports", "o4nvlan").split() == []
 
 

@@ -97,6 +97,47 @@ def test_a_silent_first_remote_leaves_time_for_the_next(sandbox):
     assert accepted, "the silent member was tried first"
 
 
+def _port_names(rows):
+    return sorted(row["name"] for row in rows) if rows else None
+
+
+def test_following_rows_leaves_a_silent_first_remote_for_the_next(sandbox):
+    """A member that accepts and never answers the monitor gets its share
+    of the time, then the next member is followed."""
+    sandbox.nbctl("ls-add", "follow-sw", "--", "lsp-add", "follow-sw", "follow-p1")
+    with silent_server() as (remote, accepted):
+        names = ovsdb.follow_rows(remote + "," + sandbox.nb_db, "OVN_Northbound", "Logical_Switch_Port",
+                                  ("name", ["follow-p1"]), ["name"], _port_names, 6)
+    assert names == ["follow-p1"]
+    assert accepted, "the silent member was tried first"
+
+
+def test_following_rows_goes_to_the_next_remote_when_one_fails_while_followed(sandbox):
+    """A member that goes away while its rows are followed (its server
+    stops) is left for the next; the rows that appear there decide."""
+    sandbox.nbctl("ls-add", "follow-sw2")
+    port = free_port()
+    ctl = os.path.join(sandbox.dir, "ovnnb_db.ctl")
+    sandbox.run("ovs-appctl", "-t", ctl, "ovsdb-server/add-remote", "ptcp:%d:127.0.0.1" % port)
+    outcome, following = {}, threading.Event()
+
+    def decide(rows):
+        following.set()         # the first member answered the monitor and the select
+        return _port_names(rows)
+    follower = threading.Thread(target=lambda: outcome.update(names=ovsdb.follow_rows(
+        "tcp:127.0.0.1:%d,%s" % (port, sandbox.nb_db), "OVN_Northbound", "Logical_Switch_Port",
+        ("name", ["follow-p2"]), ["name"], decide, 20)))
+    follower.start()
+    try:
+        assert following.wait(10), "the follower never started"
+        # the first member goes: its listener and its sessions
+        sandbox.run("ovs-appctl", "-t", ctl, "ovsdb-server/remove-remote", "ptcp:%d:127.0.0.1" % port)
+        sandbox.nbctl("lsp-add", "follow-sw2", "follow-p2")
+    finally:
+        follower.join(25)
+    assert outcome.get("names") == ["follow-p2"], outcome
+
+
 def test_tcp_remote(sandbox):
     port = free_port()
     sandbox.run("ovs-appctl", "-t", os.path.join(sandbox.dir, "ovnnb_db.ctl"),

@@ -332,15 +332,14 @@ class NodeAgent(OvsAttachment, PodTruth):
                         entry["interface"], request["netns"]))
         netdev = self._netdev()
         hosts = [(cni.host_ifname(uid, entry["interface"]), entry) for entry in entries]
-        made = []
+        made = []       # the veths this ADD made: only those are undone
         try:
             for host, entry in hosts:
-                made.append(host)       # before: a veth half made is removed too
-                self._veth(netns, host, entry, config.get("mtu"), netdev, request["container_id"])
+                self._veth(netns, host, entry, config.get("mtu"), netdev, request["container_id"], made)
             self._attach(hosts, namespace, name, uid, request["container_id"])
             self._wait_installed(made)
         except Exception:
-            self._remove(made)
+            self._remove(made, request["container_id"])
             raise
         with self._node() as ipr:
             macs = [(host, ipr.get_links(ipr.link_lookup(ifname=host)[0])[0].get_attr("IFLA_ADDRESS"))
@@ -364,10 +363,13 @@ class NodeAgent(OvsAttachment, PodTruth):
                                self.config.bridge)
         return kind == "netdev"
 
-    def _veth(self, netns, host, entry, mtu, netdev, container):
+    def _veth(self, netns, host, entry, mtu, netdev, container, made):
         ip, _sep, prefix = entry["ip_address"].partition("/")
         with self._node() as ipr:
+            # one netlink request makes both ends or neither; a name taken
+            # by an interface that is not ours fails it, and is left alone
             ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
+            made.append(host)
             index = ipr.link_lookup(ifname=host)[0]
             # the container's mark on the node side, for a DEL that comes
             # before the OVS port was made (or after it was lost)
@@ -423,13 +425,22 @@ class NodeAgent(OvsAttachment, PodTruth):
             hosts |= set(link.get_attr("IFLA_IFNAME") for link in ipr.get_links()
                          if (link.get_attr("IFLA_IFALIAS") or "").startswith(prefix))
         hosts = sorted(hosts)
-        self._remove(hosts)
+        self._remove(hosts, container)
         LOG.info("DEL %s: %s", container, ", ".join(hosts) or "nothing left")
 
-    def _remove(self, hosts):
+    def _remove(self, hosts, container=None):
+        """Remove the veths ``hosts`` (ours: made by this request, or
+        marked for its container) and those of their OVS ports that carry
+        the product's mark, ``container``'s when it is given: a port of
+        that name that is not ours stays."""
         if not hosts:
             return
-        reconcile(Port(), [{"name": host} for host in hosts], "deleted", self.ovs)
+        ours = self.ovs.read(lambda idl: [
+            iface.name for iface in idl.tables["Interface"].rows.values()
+            if iface.name in hosts and iface.external_ids.get(K_CONTAINER)
+            and container in (None, iface.external_ids.get(K_CONTAINER))])
+        if ours:
+            reconcile(Port(), [{"name": host} for host in ours], "deleted", self.ovs)
         with self._node() as ipr:
             for host in hosts:
                 for index in ipr.link_lookup(ifname=host):

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import logging
 import os
 import subprocess
 
@@ -17,6 +18,8 @@ from .. import cni
 from ..node.netns import tx_offload_off
 from ..ovsdb.execution import reconcile
 from ..resources.ovs import Port
+
+LOG = logging.getLogger("ovn4nfv.node_agent")
 
 try:
     from pyroute2 import NetNS
@@ -87,7 +90,7 @@ class OvsAttachment:
             self._allowed(bridge, [vlan or 0] + trunks)
         host = cni.host_ifname(request["container_id"], request["ifname"])
         if command == "DEL":
-            self._remove([host])
+            self._remove([host], request["container_id"])
             if config.get("ipam"):
                 self._delegate_ipam(request)
             return None
@@ -103,10 +106,12 @@ class OvsAttachment:
         addresses = self._delegate_ipam(request) if config.get("ipam") else {"ips": [], "routes": []}
         netdev = self.ovs.read(lambda idl: any(b.name == bridge and b.datapath_type == "netdev"
                                                for b in idl.tables["Bridge"].rows.values()))
+        made = []       # the veth, once this request made it: only that is undone
         try:
             with self._node() as ipr:
                 ipr.link("add", ifname=host, kind="veth",
                          peer={"ifname": request["ifname"], "net_ns_fd": pod_netns})
+                made.append(host)
                 ipr.link("set", index=ipr.link_lookup(ifname=host)[0], state="up")
             with NetNS(pod_netns) as pod_ns:
                 index = pod_ns.link_lookup(ifname=request["ifname"])[0]
@@ -126,7 +131,13 @@ class OvsAttachment:
                 port["trunks"] = trunks
             reconcile(Port(), [port], "merged", self.ovs)
         except Exception:
-            self._remove([host])
+            self._remove(made, request["container_id"])
+            if config.get("ipam"):
+                # the addresses go back too, or a retry would be given others
+                try:
+                    self._delegate_ipam(dict(request, env=dict(request["env"], CNI_COMMAND="DEL")))
+                except Exception:  # noqa: the ADD's own error is the one to report
+                    LOG.exception("IPAM DEL after a failed ADD of %s", request["container_id"])
             raise
         ips = [dict(a, interface=0) for a in addresses.get("ips") or []]
         return {"cniVersion": request["version"], "interfaces": [

@@ -188,13 +188,31 @@ class _Session:
         self.rpc.close()
 
 
-def _fetch_schema_from(remote, schema_name, deadline):
-    """Fetch one schema from one remote, never blocking past ``deadline``."""
-    session = _Session(remote, deadline)
-    try:
-        return session.call("get_schema", [schema_name])
-    finally:
-        session.close()
+def _first_answer(parts, deadline, schema_name, remote, work):
+    """``work(session)`` on the first remote of ``parts`` that answers: a
+    remote that refuses, or fails while it works, is left for the next.
+
+    Each remote gets an equal share of the time left to answer, so that one
+    that went away (a RAFT member whose host is down answers nothing) cannot
+    use up the time of those after it; ``work`` may extend its session's
+    deadline once it is talking. Raises :class:`DatabaseUnreachable` naming
+    each remote's failure when none answered."""
+    failures = []
+    for index, part in enumerate(parts):
+        share = (deadline - time.monotonic()) / (len(parts) - index)
+        try:
+            session = _Session(part, time.monotonic() + share)
+        except OSError as exc:
+            failures.append("%s: %s" % (part, exc.strerror or exc))
+            continue
+        try:
+            return work(session)
+        except OSError as exc:
+            failures.append("%s: %s" % (part, exc.strerror or exc))
+        finally:
+            session.close()
+    raise DatabaseUnreachable(
+        "cannot reach the %s database at %s: %s" % (schema_name, remote, "; ".join(failures)))
 
 
 def _plain(value):
@@ -217,28 +235,25 @@ def follow_rows(remote, schema_name, table, names, columns, decide, timeout, tls
     out. ``rows`` is a list of dicts of ``columns``, read whole at each
     change: a conditional monitor of those rows only (``monitor_cond``)
     tells when they change, and a ``select`` reads them, so the cost does
-    not grow with the table. The remotes of a list are tried in turn;
-    raises :class:`DatabaseUnreachable` when none answers."""
+    not grow with the table. The remotes of a list are tried in turn, and
+    one that fails while followed is left for the next; raises
+    :class:`DatabaseUnreachable` when none answers."""
     column, values = names
     parts = parse_remote(remote, field)
     tls = tls or TLS()
     tls.validate(parts)
     tls.apply()
     deadline = time.monotonic() + timeout
-    failures = []
-    for index, part in enumerate(parts):
-        share = (deadline - time.monotonic()) / (len(parts) - index)
-        try:
-            session = _Session(part, time.monotonic() + share)
-        except OSError as exc:
-            failures.append("%s: %s" % (part, exc.strerror or exc))
-            continue
+    where = [[column, "==", value] for value in values]
+    select = [schema_name] + [{"op": "select", "table": table, "where": [[column, "==", value]],
+                               "columns": columns} for value in values]
+
+    def follow(session):
+        # a remote that does not answer the monitor in its share of the
+        # time is left for the next; once it answered, it has all the time
+        session.call("monitor_cond", [schema_name, "follow", {table: [{"columns": columns, "where": where}]}])
         session.deadline = deadline
         try:
-            where = [[column, "==", value] for value in values]
-            session.call("monitor_cond", [schema_name, "follow", {table: [{"columns": columns, "where": where}]}])
-            select = [schema_name] + [{"op": "select", "table": table, "where": [[column, "==", value]],
-                                       "columns": columns} for value in values]
             while True:
                 rows = []
                 for result in session.call("transact", select):
@@ -252,29 +267,16 @@ def follow_rows(remote, schema_name, table, names, columns, decide, timeout, tls
                     pass
         except OSError as exc:
             if exc.errno == errno.ETIMEDOUT:
-                return None
-            raise DatabaseUnreachable("the %s database at %s: %s" % (schema_name, part, exc.strerror or exc))
-        finally:
-            session.close()
-    raise DatabaseUnreachable(
-        "cannot reach the %s database at %s: %s" % (schema_name, remote, "; ".join(failures)))
+                return None         # the rows never satisfied decide in time: the caller's answer
+            raise                   # the remote failed: the next one is followed
+
+    return _first_answer(parts, deadline, schema_name, remote, follow)
 
 
 def fetch_schema(parts, schema_name, deadline, remote):
-    """The schema from the first remote of ``parts`` that answers in time.
-
-    Each remote gets an equal share of the time left, so that one that went
-    away (a RAFT member whose host is down answers nothing) cannot use up
-    the time of those after it."""
-    failures = []
-    for index, part in enumerate(parts):
-        share = (deadline - time.monotonic()) / (len(parts) - index)
-        try:
-            return _fetch_schema_from(part, schema_name, time.monotonic() + share)
-        except OSError as exc:
-            failures.append("%s: %s" % (part, exc.strerror or exc))
-    raise DatabaseUnreachable(
-        "cannot reach the %s database at %s: %s" % (schema_name, remote, "; ".join(failures)))
+    """The schema from the first remote of ``parts`` that answers in time."""
+    return _first_answer(parts, deadline, schema_name, remote,
+                         lambda session: session.call("get_schema", [schema_name]))
 
 
 if HAS_OVSDBAPP:
