@@ -171,13 +171,32 @@ def ensure_container(name, hostname, networks, label):
     if podman("container", "exists", name, check=False).returncode == 0:
         podman("start", name, capture=True)
         return
+    # systemd as PID 1, as on a real node (the image's CMD is /sbin/init)
     argv = ["run", "-d", "--name", name, "--hostname", hostname, "--label", label,
-            "--privileged", "--init"]
+            "--privileged", "--systemd=always"]
     # Name each NIC after its place in the list: podman does not otherwise
     # promise which network becomes eth0, and the inventories name them.
     for index, (net, ip) in enumerate(networks):
         argv += ["--network", "%s:ip=%s,interface_name=eth%d" % (net, ip, index)]
-    podman(*argv, NODE_IMAGE, "sleep", "infinity", capture=True)
+    podman(*argv, NODE_IMAGE, capture=True)
+
+
+def wait_booted(name, timeout=120):
+    """Until systemd in ``name`` has finished booting, every unit up
+    (``running``); bounded. Its bus answers only a moment after the
+    container starts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = max(1, int(deadline - time.monotonic()))
+        result = exec_in(name, "timeout", str(left), "systemctl", "is-system-running", "--wait", check=False)
+        state = result.stdout.strip()
+        if state == "running":
+            return state
+        if state or time.monotonic() > deadline:
+            failed = exec_in(name, "systemctl", "--failed", "--no-legend", check=False).stdout.strip()
+            raise SystemExit("lab: %s did not boot (systemd: %r) %s %s" % (
+                name, state, result.stderr.strip(), failed))
+        time.sleep(0.2)     # no bus yet
 
 
 def up(lab=LAB):
@@ -185,6 +204,8 @@ def up(lab=LAB):
         ensure_network(network, lab.label)
     for name, (hostname, networks) in lab.nodes.items():
         ensure_container(name, hostname, networks, lab.label)
+    for name in lab.nodes:
+        wait_booted(name)
     # The external host's NIC is a veth: the kernel leaves TCP checksums to
     # an offload that never happens, and the nodes' userspace datapath drops
     # such packets. A physical NIC fills them in; here the host must.
@@ -419,11 +440,13 @@ def run_all():
     ok = sum(1 for r in rows if r.startswith("OK"))
     changed = sum(h.get("changed", 0) for h in recap.values())
     deploy = sum(phases[k] for k in ("install", "image", "containers", "api", "site", "networks", "pods"))
+    # what each node runs as PID 1, read from the node
+    init = sorted(set(exec_in(name, "ps", "-p", "1", "-o", "comm=").stdout.strip() for name in LAB.nodes))
     if verify.returncode:
         print("verify.yml failed; see %s" % os.path.join(STATE, "verify.yml.log"))
-    print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d" % (
-        len(pods), ok, len(rows), deploy, rerun_s, changed))
-    return 0 if verify.returncode == 0 and ok == len(rows) and rows and changed == 0 else 1
+    print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s" % (
+        len(pods), ok, len(rows), deploy, rerun_s, changed, ",".join(init)))
+    return 0 if verify.returncode == 0 and ok == len(rows) and rows and changed == 0 and init == ["systemd"] else 1
 
 
 def main(argv=None):
