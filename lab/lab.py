@@ -192,7 +192,8 @@ def wait_booted(name, timeout=120):
         state = result.stdout.strip()
         if state == "running":
             return state
-        if state or time.monotonic() > deadline:
+        # "offline" (or nothing) until PID 1's manager answers on its bus
+        if state not in ("", "offline") or time.monotonic() > deadline:
             failed = exec_in(name, "systemctl", "--failed", "--no-legend", check=False).stdout.strip()
             raise SystemExit("lab: %s did not boot (systemd: %r) %s %s" % (
                 name, state, result.stderr.strip(), failed))
