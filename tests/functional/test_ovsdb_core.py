@@ -250,3 +250,57 @@ def test_update_of_an_existing_map_key_is_a_delete_then_insert(sandbox):
     assert ["external_ids", "delete", ["set", ["a"]]] in mutations
     assert ["external_ids", "insert", ["map", [["a", "2"], ["ovn4nfv-owner", "ovn4nfv.k8s"]]]] \
         in mutations
+
+
+@contextlib.contextmanager
+def bare_nb(directory):
+    """An NB ovsdb-server with an empty database: no ovn-northd has made its
+    NB_Global row yet, as just after a systemd unit started the server."""
+    db = os.path.join(directory, "bare-nb.db")
+    subprocess.run(["ovsdb-tool", "create", db, "/usr/share/ovn/ovn-nb.ovsschema"], check=True, timeout=30)
+    sock = os.path.join(directory, "bare-nb.sock")
+    server = subprocess.Popen(["ovsdb-server", db, "--remote=punix:" + sock, "--no-chdir",
+                               "--unixctl=" + os.path.join(directory, "bare-nb.ctl")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            assert server.poll() is None and time.monotonic() < deadline, "ovsdb-server did not start"
+            time.sleep(0.02)
+        yield "unix:" + sock
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_a_listener_waits_for_northd_to_make_nb_global(tmp_path):
+    """The NB_Global row comes a moment after the server answers (northd
+    makes it): the task waits for it, woken by the server, and then
+    writes; with no northd at all it says what is missing."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.listeners import NBConnection
+    with bare_nb(str(tmp_path)) as remote:
+        with ovsdb.Database(remote, ovsdb.NB_SCHEMA, NBConnection.tables, timeout=1) as db:
+            with pytest.raises(ValidationError) as err:
+                reconcile(NBConnection(), [{"target": "pssl:6641:127.0.0.1"}], "merged", db)
+        assert "0 NB_Global rows" in str(err.value)
+        outcome, waiting = {}, threading.Event()
+        with ovsdb.Database(remote, ovsdb.NB_SCHEMA, NBConnection.tables, timeout=20) as db:
+            wait_for = db.wait_for
+
+            def observed(predicate, timeout):       # the task is waiting: now northd may come
+                waiting.set()
+                return wait_for(predicate, timeout)
+            db.wait_for = observed
+            task = threading.Thread(target=lambda: outcome.update(plan=reconcile(
+                NBConnection(), [{"target": "pssl:6641:127.0.0.1"}], "merged", db)))
+            task.start()
+            try:
+                assert waiting.wait(10), "the task did not wait for NB_Global"
+                # what northd does when it connects, as ovn-nbctl init does it
+                subprocess.run(["ovn-nbctl", "--db=" + remote, "init"], check=True, timeout=30)
+            finally:
+                task.join(30)
+        assert outcome["plan"].changed
+        listeners = subprocess.run(["ovn-nbctl", "--db=" + remote, "get-connection"], check=True,
+                                   stdout=subprocess.PIPE, universal_newlines=True, timeout=30).stdout
+        assert listeners.split() == ["pssl:6641:127.0.0.1"]

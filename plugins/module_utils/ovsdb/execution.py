@@ -29,8 +29,21 @@ def reconcile_items(resource, items, state, database, check_mode=False):
     """:func:`reconcile` for items already checked by :func:`validate_config`,
     so that a caller can refuse bad input before it connects."""
     mode = planning_state(state)
+    await_singleton(resource, database)
     return execute(database, lambda view: plan(resource, items, mode, view),
                    write=state in WRITE_STATES and not check_mode)
+
+
+def await_singleton(resource, database):
+    """Wait, within the database's timeout, for the one row of the table a
+    resource hangs from when it has no named parent (``NB_Global``,
+    ``SB_Global``): ovn-northd creates them when it first connects, which
+    under systemd may be just after the database server answers. Without
+    it the plan says how many rows it found."""
+    parent = getattr(resource, "parent", None)
+    if parent is None or parent.option or parent.table not in database.tables:
+        return
+    database.wait_for(lambda idl: len(idl.tables[parent.table].rows) > 0, database.timeout)
 
 
 class Batch:
