@@ -12,7 +12,7 @@ BASE_PYTHON := /usr/bin/python3
 COLLECTION_TREE := $(or $(TMPDIR),/tmp)/ovn4nfv.k8s-collections
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
-.PHONY: deps venv test test-debian unit functional integration sanity lint docs docs-site molecule bench lab lab-down clean
+.PHONY: deps venv test test-debian unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-down clean
 
 deps:
 	.ci/install-deps
@@ -114,6 +114,11 @@ molecule: venv
 # an external host, stood up by playbooks/site.yml and networks.yml.
 lab: venv
 	$(PY) lab/lab.py run
+
+# Restart one lab node's container (NODE=master, worker1, ...): no Ansible
+# runs; its pods are made again as kubelet would, verify.yml must pass.
+lab-reboot: venv
+	$(PY) lab/lab.py reboot $(NODE)
 
 lab-down:
 	$(BASE_PYTHON) lab/lab.py down

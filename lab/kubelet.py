@@ -21,7 +21,7 @@ import sys
 import urllib.request
 import uuid
 
-API = os.environ.get("LAB_API", "https://192.168.33.11:6443")
+API = os.environ.get("LAB_API", "https://192.168.33.10:6443")
 CREDENTIALS = "/etc/ovn4nfv-lab"
 NAMESPACE = "default"
 CNI_CONF = "/etc/cni/net.d/10-ovn4nfv.conf"
@@ -65,9 +65,14 @@ def run(name, annotation):
     if os.path.exists(done) and name in netns.listnetns():
         with open(done) as handle:
             return json.load(handle)
-    api("POST", "/api/v1/namespaces/%s/pods" % NAMESPACE, {
-        "metadata": {"name": name, "annotations": {"ovnNetwork": annotation}},
-        "spec": {"nodeName": socket.gethostname()}})
+    try:
+        api("POST", "/api/v1/namespaces/%s/pods" % NAMESPACE, {
+            "metadata": {"name": name, "annotations": {"ovnNetwork": annotation}},
+            "spec": {"nodeName": socket.gethostname()}})
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:
+            raise
+        # the API has it (this node rebooted): a new sandbox for the same pod
     if name not in netns.listnetns():
         netns.create(name)
     container_id = uuid.uuid4().hex

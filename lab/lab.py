@@ -56,13 +56,15 @@ UNDERLAY = ("ovn4nfv-underlay", "192.168.33.0/24")
 EXTERNAL = ("ovn4nfv-external", "192.168.50.0/24")
 SETS = {
     # The seed topology (playbooks/inventory/example.yml): make lab, and the
-    # molecule topology scenario.
+    # molecule topology scenario. The API stand-in has a container of its
+    # own, as an API server's state outlives a master's reboot.
     "lab": LabSet("lab", [UNDERLAY, EXTERNAL], {
+        "ovn4nfv-api": ("api", [(UNDERLAY[0], "192.168.33.10")]),
         "ovn4nfv-master": ("master", [(UNDERLAY[0], "192.168.33.11")]),
         "ovn4nfv-worker1": ("worker1", [(UNDERLAY[0], "192.168.33.12"), (EXTERNAL[0], "192.168.50.12")]),
         "ovn4nfv-worker2": ("worker2", [(UNDERLAY[0], "192.168.33.13"), (EXTERNAL[0], "192.168.50.13")]),
         "ovn4nfv-external": ("external", [(EXTERNAL[0], "192.168.50.100")]),
-    }, api="ovn4nfv-master", tx_off=["ovn4nfv-external"]),
+    }, api="ovn4nfv-api", tx_off=["ovn4nfv-external"]),
     # A three-member RAFT central, a master (the watcher, and a chassis) and a
     # worker (a chassis): the molecule central_cluster scenario.
     "cluster": LabSet("cluster", [("ovn4nfv-cluster", "192.168.34.0/24")], {
@@ -366,10 +368,13 @@ while True:
 """
 
 
-def run_pods():
-    """Pods on each worker, the way kubelet would make them."""
+def run_pods(nodes=None):
+    """Pods on each worker (or on ``nodes``), the way kubelet would make
+    them; a pod the API has already is given its interfaces again."""
     made = []
     for node, pod in PODS:
+        if nodes is not None and node not in nodes:
+            continue
         name = container(node)
         podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
         result = exec_in(name, "python3", "/usr/local/bin/lab-kubelet", "run", pod, POD_NETWORKS,
@@ -390,7 +395,7 @@ def underlay_state():
     """What each node's underlay looks like, for a failure report."""
     out = []
     for name, (hostname, _networks) in LAB.nodes.items():
-        if name in LAB.tx_off:      # the external host has no underlay
+        if name in LAB.tx_off or name == LAB.api:      # no underlay of theirs
             continue
         for argv in UNDERLAY_COMMANDS:
             result = exec_in(name, *argv, check=False)
@@ -450,13 +455,38 @@ def run_all():
     return 0 if verify.returncode == 0 and ok == len(rows) and rows and changed == 0 and init == ["systemd"] else 1
 
 
+def reboot(node, tries=5):
+    """Restart ``node``'s container (systemd shuts down and boots again; no
+    Ansible runs), re-create its pods as kubelet would, and run verify.yml
+    until every link is OK (at most ``tries`` times). Prints
+    ``reboot: node=<name> back_s=<x> links_ok=<k>/<m>``, back_s from the
+    restart to every link OK."""
+    name = container(node)
+    started = time.monotonic()
+    podman("restart", "--time", "30", name, capture=True)
+    wait_booted(name)
+    run_pods([node])
+    for attempt in range(tries):
+        _seconds, _recap, verify = playbook("verify.yml", check=False)
+        rows = matrix(verify)
+        ok = sum(1 for row in rows if row.startswith("OK"))
+        if rows and ok == len(rows) and verify.returncode == 0:
+            break
+        log("reboot: verify %d of %d: %d/%d links OK" % (attempt + 1, tries, ok, len(rows)))
+    back = time.monotonic() - started
+    print("\n".join(rows))
+    print("reboot: node=%s back_s=%.0f links_ok=%d/%d" % (node, back, ok, len(rows)))
+    return 0 if rows and ok == len(rows) else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=sorted(SETS), default="lab",
                         help="which containers up, down and api act on (the molecule scenarios' own "
                              "sets; the other commands are the lab's)")
     parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site",
-                                            "networks", "pods", "verify", "reset", "run"])
+                                            "networks", "pods", "verify", "reset", "run", "reboot"])
+    parser.add_argument("node", nargs="?", help="reboot: the node (master, worker1, ...)")
     args = parser.parse_args(argv)
     lab = SETS[args.set]
     if args.command in ("site", "networks", "verify", "reset"):
@@ -470,6 +500,11 @@ def main(argv=None):
         return proc.returncode
     if args.command == "run":
         return run_all()
+    if args.command == "reboot":
+        if args.node not in [spec[0] for spec in LAB.nodes.values()]:
+            parser.error("reboot needs one of the lab's nodes: %s" % ", ".join(
+                spec[0] for spec in LAB.nodes.values()))
+        return reboot(args.node)
     if args.command == "down":
         down(lab)
     elif args.command == "api":

@@ -11,6 +11,7 @@ examples run as written, with only ``db`` pointed at the test's database.
 import json
 import os
 import signal
+import sys
 
 import pytest
 
@@ -229,3 +230,41 @@ def test_nothing_goes_on_the_bridge_before_it_has_the_nic_mac(host, collections_
     assert host.addresses("br-phy") == [UNDERLAY]
     assert host.routes("br-phy") == [(ROUTED, PEER)]
     assert ping(host.peer, UNDERLAY_IP)
+
+
+def test_after_a_reboot_the_boot_unit_puts_the_uplink_back(host, collections_path, tmp_path):
+    """What a reboot leaves: OVS still has eth0 on br-phy, but the kernel
+    state is gone: the address is back on the NIC (a DHCP lease, a
+    container's network) and the bridge has none. The boot unit's command
+    (``python3 -m ovn4nfv_k8s.daemons.uplinks <file>``, here from the
+    collection's tree) puts the address back on the bridge, in the safe
+    order, and a second run changes nothing."""
+    results, proc = host.play(collections_path, [
+        uplink("on", interface="eth0", bridge="br-phy", addresses=[UNDERLAY])])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    host.node.run_in_node("ip", "addr", "flush", "dev", "br-phy")
+    host.node.run_in_node("sh", "-c", "echo 0 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6")
+    host.node.run_in_node("ip", "addr", "add", UNDERLAY, "dev", "eth0")
+    config = tmp_path / "br-phy.json"
+    config.write_text(json.dumps({"interface": "eth0", "bridge": "br-phy", "datapath_type": "netdev",
+                                  "move_addresses": True, "addresses": [UNDERLAY],
+                                  "ovs_db": host.node.box.ovs_db}))
+    module = "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.uplinks"
+    env = dict(host.node.box.env, PYTHONPATH=collections_path)
+    first = host.node.run_in_node(sys.executable, "-m", module, str(config), env=env)
+    assert host.addresses("eth0") == [] and host.ipv6_disabled("eth0")
+    assert host.addresses("br-phy") == [UNDERLAY]
+    assert "restored" in first.stderr, first.stderr
+    assert ping(host.peer, UNDERLAY_IP)
+    second = host.node.run_in_node(sys.executable, "-m", module, str(config), env=env)
+    assert "as configured" in second.stderr, second.stderr
+
+
+def test_the_boot_unit_refuses_a_file_it_cannot_read_whole(host, collections_path, tmp_path):
+    config = tmp_path / "bad.json"
+    config.write_text(json.dumps({"interface": "eth0", "bridge": "br-phy", "mtu": 9000}))
+    module = "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.uplinks"
+    proc = host.node.run_in_node(sys.executable, "-m", module, str(config),
+                                 env=dict(host.node.box.env, PYTHONPATH=collections_path), check=False)
+    assert proc.returncode == 1 and "a JSON object of interface" in proc.stderr, proc.stderr
+    assert host.vsctl("list-br") == "", "nothing was made"
