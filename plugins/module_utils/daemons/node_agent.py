@@ -186,6 +186,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         self.server = Server(self.config.socket, Handler)
         os.chmod(self.config.socket, 0o600)
         LOG.info("listening on %s", self.config.socket)
+        daemon.notify_ready()       # systemd (Type=notify): a node is booted once its agent listens
         sweeper = threading.Thread(target=self._sweep_loop, name="sweep", daemon=True)
         sweeper.start()
         try:

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 
 from ..common import versions
@@ -79,6 +80,21 @@ def run(prog, description, settings_class, make, argv=None):
     signal.signal(signal.SIGINT, daemon.stop)
     daemon.run()
     return 0
+
+
+def notify_ready():
+    """Tell systemd that the daemon serves, for a unit of ``Type=notify``:
+    ``READY=1`` on the datagram socket ``$NOTIFY_SOCKET`` names (``@`` for
+    the abstract namespace). Returns whether there was one to tell."""
+    path = os.environ.get("NOTIFY_SOCKET")
+    if not path:
+        return False
+    if path.startswith("@"):
+        path = "\0" + path[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.connect(path)
+        sock.sendall(b"READY=1")
+    return True
 
 
 def kubernetes_api_client(kubeconfig):
