@@ -27,12 +27,15 @@ import re
 import socket
 import sys
 
+from .common.jsontext import depth
+
 SPEC_VERSION = "1.1.0"
 SUPPORTED_VERSIONS = ("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
 COMMANDS = ("ADD", "DEL", "CHECK", "VERSION", "STATUS", "GC")
 DEFAULT_SOCKET = "/run/ovn4nfv/agent.sock"
 DEFAULT_TIMEOUT = 120
 MAX_STDIN = 1 << 20            # characters of network configuration read
+MAX_CONFIG_DEPTH = 32          # nesting of arrays and objects in it
 
 # CNI error codes (specification, "Error codes")
 INCOMPATIBLE_VERSION = 1
@@ -128,10 +131,14 @@ def _no_constant(name):
 
 def load_config(stdin_text):
     """The network configuration on stdin: at most :data:`MAX_STDIN`
-    characters of JSON, no NaN or Infinity, nesting the parser survives."""
+    characters of JSON nested at most :data:`MAX_CONFIG_DEPTH` levels, no
+    NaN or Infinity."""
     if len(stdin_text) > MAX_STDIN:
         raise CNIError(DECODE_FAILURE, "the network configuration on stdin is %d characters; at most %d" % (
             len(stdin_text), MAX_STDIN))
+    if depth(stdin_text) > MAX_CONFIG_DEPTH:
+        raise CNIError(DECODE_FAILURE, "the network configuration on stdin is not JSON this plugin reads: "
+                       "nested more than %d levels deep" % MAX_CONFIG_DEPTH)
     try:
         config = json.loads(stdin_text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:

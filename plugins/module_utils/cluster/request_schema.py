@@ -23,6 +23,7 @@ import difflib
 import json
 
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.jsontext import depth
 
 try:
     import jsonschema
@@ -92,29 +93,6 @@ SCHEMAS = {
 }
 # ``<provider>.kubernetes.io/<key>``: plain strings, Kube-OVN's spelling
 PROVIDER_KEYS = ("ip_address", "mac_address", "ip_pool", "cidr", "gateway", "allocated")
-
-
-def depth(text):
-    """The deepest nesting of arrays and objects in JSON ``text``, counted
-    without parsing it (strings and their escapes skipped)."""
-    deepest = level = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            level += 1
-            deepest = max(deepest, level)
-        elif char in "]}":
-            level -= 1
-    return deepest
 
 
 def load(key, text):
