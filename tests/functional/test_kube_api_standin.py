@@ -2,11 +2,15 @@
 client expects: list, watch from a resourceVersion, 410 Gone, merge
 patch, events, and 500s when told to."""
 
+import ssl
+import urllib.error
+import urllib.request
+
 import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import versions
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons import kube
 from kube_api_standin import KubeAPIStandIn, service_account_user
 
 
@@ -32,12 +36,19 @@ def test_list_watch_patch(api):
             for e in watch.Watch().stream(core.list_pod_for_all_namespaces, resource_version=rv,
                                           timeout_seconds=1)]
     assert seen == [("ADDED", "b")]
-    patch = {"metadata": {"annotations": {"x": "1"}}}
-    if versions.too_old("kubernetes", "24.2.0") is None:
-        core.patch_namespaced_pod("a", "default", patch, _content_type="application/merge-patch+json")
-    else:   # Debian 12's client sends a dict as a strategic merge patch
-        core.patch_namespaced_pod("a", "default", patch)
-    assert server.pod("default", "a")["metadata"]["annotations"] == {"ovnNetwork": "[]", "x": "1"}
+    # the daemons' merge patch, through whichever client generation runs
+    writer = kube.PodWriter(core, "test")
+    writer.patch(client.V1ObjectMeta(name="a", namespace="default"), {"metadata": {"annotations": {"x": "1"}}})
+    writer.patch(client.V1ObjectMeta(name="a", namespace="default"), {"metadata": {"annotations": {"y": "2"}}})
+    assert server.pod("default", "a")["metadata"]["annotations"] == {"ovnNetwork": "[]", "x": "1", "y": "2"}
+    # a JSON patch (what Debian 13's client sends for a dict by itself) is refused
+    request = urllib.request.Request(server.url + "/api/v1/namespaces/default/pods/a", method="PATCH",
+                                     data=b'{"metadata": {}}', headers={
+                                         "Content-Type": "application/json-patch+json",
+                                         "Authorization": "Bearer " + server.admin_token})
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(request, timeout=10, context=ssl.create_default_context(cafile=server.ca_file))
+    assert err.value.code == 415
 
 
 def test_watch_from_a_compacted_version_is_gone(api):

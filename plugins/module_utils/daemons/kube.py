@@ -10,16 +10,13 @@ __metaclass__ = type
 
 import datetime
 
-from ..common import versions
-
 try:
     from kubernetes import client as k8s_client
 except ImportError:  # pragma: no cover - the daemons need it; modules do not
     k8s_client = None
 
 MERGE_PATCH = "application/merge-patch+json"
-# the client release that first takes ``_content_type``
-CONTENT_TYPE_SINCE = "24.2.0"
+POD_PATH = "/api/v1/namespaces/{namespace}/pods/{name}"
 
 
 class PodWriter:
@@ -28,7 +25,8 @@ class PodWriter:
     def __init__(self, core, component):
         self.core = core
         self.component = component
-        self.content_type = versions.too_old("kubernetes", CONTENT_TYPE_SINCE) is None
+        # whether this client takes ``_content_type``: None until tried
+        self.content_type = None
 
     def event(self, pod, reason, message, kind="Warning"):
         """An Event of ``reason`` on ``pod``, ``message`` cut to 1 KiB."""
@@ -43,10 +41,24 @@ class PodWriter:
             source=k8s_client.V1EventSource(component=self.component)))
 
     def patch(self, meta, body):
-        """A JSON merge patch of the pod. Clients before 24.2 (such as
-        Debian 12's 22.6) take no ``_content_type`` and send a dict as a
-        strategic merge patch, which for annotations is the same thing."""
-        if self.content_type:
-            self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH)
-        else:
-            self.core.patch_namespaced_pod(meta.name, meta.namespace, body)
+        """A JSON merge patch of the pod, whatever the client's generation.
+        Clients that take ``_content_type`` are told the type. The others
+        (Debian 12's 22.6 and Debian 13's 30.1) choose it themselves, and
+        30.1 chooses a JSON patch for a dict, which an API server refuses:
+        for them the same request goes through the client's own
+        ``call_api`` with the type in its headers. Which kind the client is
+        is learnt from its first answer (an ApiTypeError is raised before
+        anything is sent) and kept."""
+        if self.content_type is not False:
+            try:
+                self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH)
+                self.content_type = True
+                return
+            except k8s_client.exceptions.ApiTypeError:
+                if self.content_type:
+                    raise
+                self.content_type = False
+        self.core.api_client.call_api(
+            POD_PATH, "PATCH", path_params={"namespace": meta.namespace, "name": meta.name},
+            query_params=[], header_params={"Accept": "application/json", "Content-Type": MERGE_PATCH},
+            body=body, response_type="V1Pod", auth_settings=["BearerToken"], _return_http_data_only=True)
