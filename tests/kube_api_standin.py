@@ -94,12 +94,16 @@ def make_tls(directory, hosts):
     names = ",".join(("IP:%s" if re.match(r"^[0-9.]+$|:", h) else "DNS:%s") % h for h in hosts)
     extensions = os.path.join(directory, "server.ext")
     with open(extensions, "w") as handle:
-        handle.write("subjectAltName=%s\nextendedKeyUsage=serverAuth\n" % names)
+        # What a strict verifier (Python 3.13's default context, as on Debian
+        # 13) requires of a leaf, as kube-apiserver's own certificates have.
+        handle.write("subjectAltName=%s\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n"
+                     "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n" % names)
 
     def openssl(*argv):
         subprocess.run(("openssl",) + argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca_key,
-            "-out", ca, "-days", "30", "-subj", "/CN=kube-api-standin-ca")
+            "-out", ca, "-days", "30", "-subj", "/CN=kube-api-standin-ca",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
     openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
             "-out", csr, "-subj", "/CN=kube-apiserver")
     openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
