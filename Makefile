@@ -10,9 +10,13 @@ BASE_PYTHON := /usr/bin/python3
 # Outside the checkout: inside it, ansible-test would ask this repository's
 # git which files exist, and find none under an ignored directory.
 COLLECTION_TREE := $(or $(TMPDIR),/tmp)/ovn4nfv.k8s-collections
+# The Debian release of the lab's nodes: trixie (13, the default: what an
+# operator deploys today), bookworm (12), or mixed (a cluster half-way
+# through the upgrade from 12 to 13, in the order OVN's upgrade guide gives).
+DEBIAN ?= trixie
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
-.PHONY: deps venv test test-debian unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-down clean
+.PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-down clean
 
 deps:
 	.ci/install-deps
@@ -35,12 +39,19 @@ test: venv
 	$(PY) -m pytest -n 2 --dist loadfile tests/unit tests/functional tests/integration
 	$(MAKE) --no-print-directory test-debian sanity lint molecule
 
-# The core on the library versions the nodes run: Debian 12's python3
-# packages (the floors in requirements.txt), with Debian's pytest, outside
-# the venv. test_failure_summary checks CI tooling that needs ansible-playbook.
-test-debian: deps
+# The core on the library versions the nodes run, with Debian's pytest,
+# outside the venv: Debian 12's python3 packages (the floors in
+# requirements.txt) on this machine, Debian 13's (Python 3.13, OVS 3.5, OVN
+# 25.03) in a container of the lab's Debian 13 node image.
+# test_failure_summary checks CI tooling that needs ansible-playbook.
+test-debian: test-debian12 test-debian13
+
+test-debian12: deps
 	$(BASE_PYTHON) -m pytest -p no:cacheprovider tests/unit tests/functional \
 	  --ignore tests/functional/test_failure_summary.py
+
+test-debian13: deps
+	$(BASE_PYTHON) lab/lab.py --debian trixie core-tests
 
 unit: venv
 	$(PY) -m pytest tests/unit
@@ -97,28 +108,33 @@ bench: venv
 	$(PY) benchmarks/cni.py
 	$(PY) benchmarks/churn.py
 
-# Molecule scenarios under extensions/molecule, against this working tree.
+# Molecule scenarios under extensions/molecule, against this working tree,
+# each as scenario:release. The roles' scenarios and the RAFT central run on
+# Debian 13; the lab's topology runs mixed, so that every role also runs on
+# Debian 12 (the central and worker2) beside Debian 13 (worker1).
 # A failed scenario ends with the tasks that failed: CI shows only the tail.
-MOLECULE_SCENARIOS := ovs ovn_central ovn_controller node_gateway cni watcher central_cluster topology
+MOLECULE_SCENARIOS := ovs:trixie ovn_central:trixie ovn_controller:trixie node_gateway:trixie cni:trixie \
+  watcher:trixie central_cluster:trixie topology:mixed
 molecule: venv
 	$(PY) lab/lab.py deps
 	rm -rf $(COLLECTION_TREE)/molecule && mkdir -p $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv
 	ln -s $(CURDIR) $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv/k8s
-	@for s in $(MOLECULE_SCENARIOS); do \
+	@for item in $(MOLECULE_SCENARIOS); do s=$${item%%:*}; \
+	  echo "== molecule $$s on Debian $${item#*:}"; \
 	  PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/molecule COLUMNS=160 \
-	    $(VENV)/bin/molecule test -s $$s 2>&1 | tee $(COLLECTION_TREE)/molecule/$$s.log; \
+	    OVN4NFV_DEBIAN=$${item#*:} $(VENV)/bin/molecule test -s $$s 2>&1 | tee $(COLLECTION_TREE)/molecule/$$s.log; \
 	  test $${PIPESTATUS[0]} -eq 0 || { $(BASE_PYTHON) .ci/failure_summary.py $(COLLECTION_TREE)/molecule/$$s.log; exit 1; }; \
 	done
 
 # The local multi-node lab: podman containers as a master, two workers and
 # an external host, stood up by playbooks/site.yml and networks.yml.
 lab: venv
-	$(PY) lab/lab.py run
+	$(PY) lab/lab.py --debian $(DEBIAN) run
 
 # Restart one lab node's container (NODE=master, worker1, ...): no Ansible
 # runs; its pods are made again as kubelet would, verify.yml must pass.
 lab-reboot: venv
-	$(PY) lab/lab.py reboot $(NODE)
+	$(PY) lab/lab.py --debian $(DEBIAN) reboot $(NODE)
 
 lab-down:
 	$(BASE_PYTHON) lab/lab.py down

@@ -27,8 +27,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 STATE = os.path.join(ROOT, ".cache", "lab")
 
-BASE_IMAGE = "localhost/ovn4nfv-nodebase:bookworm"
-NODE_IMAGE = "localhost/ovn4nfv-node:bookworm"
+# The Debian releases a node may run (Debian 12 and 13). ``make lab`` builds
+# the release an operator deploys today; ``DEBIAN=bookworm`` the older one,
+# ``DEBIAN=mixed`` a cluster in the middle of an upgrade (see MIXED).
+RELEASES = ("bookworm", "trixie")
+DEFAULT_RELEASE = "trixie"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+# A mixed cluster (DEBIAN=mixed) is one in the middle of a rolling upgrade
+# from Debian 12 to 13 in the order OVN's upgrade guide prescribes
+# (Documentation/intro/install/ovn-upgrades.rst): each set's ``upgraded``
+# nodes, chassis only, already run the newer release's OVS and
+# ovn-controller, while the central and the other nodes still run the older.
+MIXED = ("bookworm", "trixie")
+
+
+def debian_default():
+    """The release ``make lab DEBIAN=...`` asked for (the environment's
+    OVN4NFV_DEBIAN), else the default."""
+    return os.environ.get("OVN4NFV_DEBIAN") or DEFAULT_RELEASE
 LABEL = "ovn4nfv.lab"
 API_PORT = 6443
 
@@ -40,9 +56,19 @@ class LabSet:
     on its first address, and ``tx_off`` the containers whose veth must fill
     in TCP checksums itself."""
 
-    def __init__(self, name, networks, nodes, api=None, tx_off=()):
+    def __init__(self, name, networks, nodes, api=None, tx_off=(), upgraded=()):
         self.name, self.networks, self.nodes = name, networks, nodes
-        self.api, self.tx_off = api, tx_off
+        self.api, self.tx_off, self.upgraded = api, tx_off, upgraded
+
+    def releases(self, debian):
+        """The Debian release of each container: ``debian`` for all, or for
+        ``mixed`` the older release everywhere but on ``upgraded``, which
+        runs the newer (MIXED says why in that order)."""
+        if debian == "mixed":
+            return dict((name, MIXED[1] if name in self.upgraded else MIXED[0]) for name in self.nodes)
+        if debian not in RELEASES:
+            raise SystemExit("lab: DEBIAN must be one of %s or mixed, not %r" % (", ".join(RELEASES), debian))
+        return dict((name, debian) for name in self.nodes)
 
     @property
     def label(self):
@@ -64,7 +90,7 @@ SETS = {
         "ovn4nfv-worker1": ("worker1", [(UNDERLAY[0], "192.168.33.12"), (EXTERNAL[0], "192.168.50.12")]),
         "ovn4nfv-worker2": ("worker2", [(UNDERLAY[0], "192.168.33.13"), (EXTERNAL[0], "192.168.50.13")]),
         "ovn4nfv-external": ("external", [(EXTERNAL[0], "192.168.50.100")]),
-    }, api="ovn4nfv-api", tx_off=["ovn4nfv-external"]),
+    }, api="ovn4nfv-api", tx_off=["ovn4nfv-external"], upgraded=["ovn4nfv-worker1"]),
     # A three-member RAFT central, a master (the watcher, and a chassis) and a
     # worker (a chassis): the molecule central_cluster scenario.
     "cluster": LabSet("cluster", [("ovn4nfv-cluster", "192.168.34.0/24")], {
@@ -73,7 +99,7 @@ SETS = {
         "ovn4nfv-central3": ("central3", [("ovn4nfv-cluster", "192.168.34.23")]),
         "ovn4nfv-cmaster": ("cmaster", [("ovn4nfv-cluster", "192.168.34.11")]),
         "ovn4nfv-cworker": ("cworker", [("ovn4nfv-cluster", "192.168.34.12")]),
-    }, api="ovn4nfv-cmaster"),
+    }, api="ovn4nfv-cmaster", upgraded=["ovn4nfv-cworker"]),
     # One node that is everything at once: the molecule scenarios of the roles.
     "node": LabSet("node", [("ovn4nfv-node-underlay", "192.168.35.0/24"),
                             ("ovn4nfv-node-external", "192.168.36.0/24")], {
@@ -136,28 +162,66 @@ def image_exists(name):
     return podman("image", "exists", name, check=False).returncode == 0
 
 
-def build_images():
-    if not image_exists(BASE_IMAGE):
-        log("debootstrap of Debian 12 (minbase)")
-        root = tempfile.mkdtemp(prefix="ovn4nfv-rootfs-")
-        try:
-            sh("debootstrap", "--variant=minbase", "--include=python3,iproute2",
-               "bookworm", root, "http://deb.debian.org/debian", capture=True)
-            tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
-            subprocess.run(["podman", "import", "-", BASE_IMAGE], stdin=tar.stdout,
-                           check=True, stdout=subprocess.DEVNULL)
-            tar.wait()
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+def base_image(release):
+    return "localhost/ovn4nfv-nodebase:" + release
+
+
+def node_image(release):
+    return "localhost/ovn4nfv-node:" + release
+
+
+def build_images(releases=(DEFAULT_RELEASE,)):
+    """The node image of each release: a debootstrap of Debian (minbase),
+    then lab/Containerfile on top, built again only when the Containerfile
+    changed."""
     containerfile = os.path.join(HERE, "Containerfile")
     with open(containerfile, "rb") as handle:
         digest = hashlib.sha256(handle.read()).hexdigest()[:16]
+    for release in sorted(set(releases)):
+        if not image_exists(base_image(release)):
+            log("debootstrap of Debian %s (minbase)" % release)
+            root = tempfile.mkdtemp(prefix="ovn4nfv-rootfs-")
+            try:
+                sh("debootstrap", "--variant=minbase", "--include=python3,iproute2",
+                   release, root, DEBIAN_MIRROR, capture=True)
+                tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
+                subprocess.run(["podman", "import", "-", base_image(release)], stdin=tar.stdout,
+                               check=True, stdout=subprocess.DEVNULL)
+                tar.wait()
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+        built = podman("image", "inspect", "--format", "{{index .Labels \"ovn4nfv.containerfile\"}}",
+                       node_image(release), capture=True, check=False).stdout.strip()
+        if built != digest:
+            log("building the %s node image from Debian's packages" % release)
+            podman("build", "--quiet", "--build-arg", "DEBIAN=" + release,
+                   "--label", "ovn4nfv.containerfile=" + digest, "-t", node_image(release),
+                   "-f", containerfile, HERE)
+
+
+def core_tests(release, paths=("tests/unit", "tests/functional")):
+    """The core's unit and functional tests on ``release``'s own Python
+    packages, OVS and OVN: in a container of that release's node image plus
+    Debian's pytest, with no network but its own loopback, the working tree
+    mounted read-only. Returns pytest's exit code."""
+    build_images([release])
+    image = "localhost/ovn4nfv-coretest:" + release
+    containerfile = os.path.join(HERE, "Containerfile.tests")
+    node_id = podman("image", "inspect", "--format", "{{.Id}}", node_image(release), capture=True).stdout
+    with open(containerfile, "rb") as handle:
+        digest = hashlib.sha256(handle.read() + node_id.strip().encode()).hexdigest()[:16]
     built = podman("image", "inspect", "--format", "{{index .Labels \"ovn4nfv.containerfile\"}}",
-                   NODE_IMAGE, capture=True, check=False).stdout.strip()
+                   image, capture=True, check=False).stdout.strip()
     if built != digest:
-        log("building the node image from Debian's packages")
-        podman("build", "--quiet", "--label", "ovn4nfv.containerfile=" + digest, "-t", NODE_IMAGE,
-               "-f", containerfile, HERE)
+        log("building the %s test image" % release)
+        podman("build", "--quiet", "--build-arg", "DEBIAN=" + release, "--label",
+               "ovn4nfv.containerfile=" + digest, "-t", image, "-f", containerfile, HERE)
+    argv = ["podman", "run", "--rm", "--privileged", "--network", "none", "--label", LABEL + "=core-tests",
+            "-v", "%s:/src:ro" % ROOT, "-w", "/src", "-e", "PYTHONDONTWRITEBYTECODE=1", image,
+            "python3", "-m", "pytest", "-p", "no:cacheprovider"] + list(paths) + [
+            "--ignore", "tests/functional/test_failure_summary.py"]
+    log("the core's tests on Debian %s's packages" % release)
+    return subprocess.run(argv, check=False, timeout=3600).returncode
 
 
 # -- networks and containers -------------------------------------------------
@@ -169,8 +233,12 @@ def ensure_network(network, label):
                "--subnet", subnet, name, capture=True)
 
 
-def ensure_container(name, hostname, networks, label):
+def ensure_container(name, hostname, networks, label, image):
     if podman("container", "exists", name, check=False).returncode == 0:
+        running = podman("container", "inspect", "--format", "{{.ImageName}}", name,
+                         capture=True).stdout.strip()
+        if running != image:
+            raise SystemExit("lab: %s runs %s, not %s: make lab-down first" % (name, running, image))
         podman("start", name, capture=True)
         return
     # systemd as PID 1, as on a real node (the image's CMD is /sbin/init)
@@ -180,7 +248,7 @@ def ensure_container(name, hostname, networks, label):
     # promise which network becomes eth0, and the inventories name them.
     for index, (net, ip) in enumerate(networks):
         argv += ["--network", "%s:ip=%s,interface_name=eth%d" % (net, ip, index)]
-    podman(*argv, NODE_IMAGE, capture=True)
+    podman(*argv, image, capture=True)
 
 
 def wait_booted(name, timeout=120):
@@ -202,11 +270,13 @@ def wait_booted(name, timeout=120):
         time.sleep(0.2)     # no bus yet
 
 
-def up(lab=LAB):
+def up(lab=LAB, debian=None):
+    releases = lab.releases(debian or debian_default())
+    build_images(releases.values())
     for network in lab.networks:
         ensure_network(network, lab.label)
     for name, (hostname, networks) in lab.nodes.items():
-        ensure_container(name, hostname, networks, lab.label)
+        ensure_container(name, hostname, networks, lab.label, node_image(releases[name]))
     for name in lab.nodes:
         wait_booted(name)
     # The external host's NIC is a veth: the kernel leaves TCP checksums to
@@ -430,7 +500,8 @@ def run_all():
         return value
 
     phase("install", install_host_packages)
-    phase("image", build_images)
+    releases = LAB.releases(debian_default())
+    phase("image", build_images, releases.values())
     phase("containers", up)
     phase("api", start_api)
     phase("site", playbook, "site.yml")
@@ -450,8 +521,9 @@ def run_all():
     init = sorted(set(exec_in(name, "ps", "-p", "1", "-o", "comm=").stdout.strip() for name in LAB.nodes))
     if verify.returncode:
         print("verify.yml failed; see %s" % os.path.join(STATE, "verify.yml.log"))
-    print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s" % (
-        len(pods), ok, len(rows), deploy, rerun_s, changed, ",".join(init)))
+    print("== debian: " + " ".join("%s=%s" % (LAB.nodes[n][0], r) for n, r in sorted(releases.items())))
+    print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s debian=%s" % (
+        len(pods), ok, len(rows), deploy, rerun_s, changed, ",".join(init), debian_default()))
     return 0 if verify.returncode == 0 and ok == len(rows) and rows and changed == 0 and init == ["systemd"] else 1
 
 
@@ -484,10 +556,14 @@ def main(argv=None):
     parser.add_argument("--set", choices=sorted(SETS), default="lab",
                         help="which containers up, down and api act on (the molecule scenarios' own "
                              "sets; the other commands are the lab's)")
-    parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site",
-                                            "networks", "pods", "verify", "reset", "run", "reboot"])
+    parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site", "networks",
+                                            "pods", "verify", "reset", "run", "reboot", "core-tests"])
     parser.add_argument("node", nargs="?", help="reboot: the node (master, worker1, ...)")
+    parser.add_argument("--debian", choices=list(RELEASES) + ["mixed"],
+                        help="the nodes' Debian release (default: $OVN4NFV_DEBIAN, else %s)" % DEFAULT_RELEASE)
     args = parser.parse_args(argv)
+    if args.debian:
+        os.environ["OVN4NFV_DEBIAN"] = args.debian
     lab = SETS[args.set]
     if args.command in ("site", "networks", "verify", "reset"):
         seconds, recap, proc = playbook(args.command + ".yml", check=False)
@@ -500,6 +576,9 @@ def main(argv=None):
         return proc.returncode
     if args.command == "run":
         return run_all()
+    if args.command == "core-tests":
+        install_host_packages()
+        return core_tests(debian_default())
     if args.command == "reboot":
         if args.node not in [spec[0] for spec in LAB.nodes.values()]:
             parser.error("reboot needs one of the lab's nodes: %s" % ", ".join(
@@ -514,7 +593,7 @@ def main(argv=None):
     else:               # deps, image, up: each step includes those before it
         install_host_packages()
         if args.command in ("image", "up"):
-            build_images()
+            build_images(lab.releases(debian_default()).values())
         if args.command == "up":
             up(lab)
     return 0
