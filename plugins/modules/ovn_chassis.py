@@ -60,6 +60,13 @@ options:
           - C(ovn-cms-options), for example V(enable-chassis-as-gw).
         type: list
         elements: str
+      match_northd_version:
+        description:
+          - "C(ovn-match-northd-version): V(true) makes C(ovn-controller) keep the flows it has and
+            process no database change while C(ovn-northd) runs another OVN version. Step 2 of OVN's
+            fail-safe upgrade, for upgrades outside its rolling span (Debian 12's OVN 23.03 to Debian
+            13's 25.03 is one); set it back to V(false) once the chassis runs the central's version."
+        type: bool
 extends_documentation_fragment:
   - ovn4nfv.k8s.ovsdb
   - ovn4nfv.k8s.ovsdb.OVS
@@ -159,6 +166,7 @@ OPTIONS = dict(
     bridge_mappings=dict(type="dict"),
     bridge_datapath_type=dict(type="str", choices=["system", "netdev"]),
     cms_options=dict(type="list", elements="str"),
+    match_northd_version=dict(type="bool"),
 )
 
 

@@ -326,10 +326,12 @@ def chassis_checks():
             "hostname": "h1", "system-id": "ch1", "ovn-remote": "tcp:127.0.0.1:6642",
             "ovn-encap-type": "geneve", "ovn-encap-ip": "127.0.0.1",
             "ovn-bridge-mappings": "phys0:br-old,phys1:br-ex",
-            "ovn-bridge-datapath-type": "netdev", "ovn-cms-options": "enable-chassis-as-gw"}
+            "ovn-bridge-datapath-type": "netdev", "ovn-cms-options": "enable-chassis-as-gw",
+            "ovn-match-northd-version": "true"}
 
     def merge(t):
         assert ids(t)["ovn-bridge-mappings"] == "phys1:br-ex,phys2:br-2"
+        assert ids(t)["ovn-match-northd-version"] == "false"
         assert ids(t)["ovn-encap-ip"] == "127.0.0.2" and ids(t)["hostname"] == "h1"
 
     def replace(t):
@@ -461,8 +463,10 @@ SCENARIOS = {
                 "external_ids:ovn-bridge-mappings=phys0:br-old"]],
         create={"system_id": "ch1", "ovn_remote": "tcp:127.0.0.1:6642", "encap_type": ["geneve"],
                 "encap_ip": "127.0.0.1", "bridge_mappings": {"phys1": "br-ex"},
-                "bridge_datapath_type": "netdev", "cms_options": ["enable-chassis-as-gw"]},
-        merge={"bridge_mappings": {"phys0": None, "phys2": "br-2"}, "encap_ip": "127.0.0.2"},
+                "bridge_datapath_type": "netdev", "cms_options": ["enable-chassis-as-gw"],
+                "match_northd_version": True},
+        merge={"bridge_mappings": {"phys0": None, "phys2": "br-2"}, "encap_ip": "127.0.0.2",
+               "match_northd_version": False},
         replace={"system_id": "ch1", "encap_ip": "127.0.0.3"},
         override={"system_id": "ch1"},
         delete={},

@@ -166,6 +166,7 @@ CHASSIS_KEYS = (
     ("bridge_mappings", "ovn-bridge-mappings"),
     ("bridge_datapath_type", "ovn-bridge-datapath-type"),
     ("cms_options", "ovn-cms-options"),
+    ("match_northd_version", "ovn-match-northd-version"),
 )
 _ENCAP_TYPES = ("geneve", "vxlan")
 
@@ -217,6 +218,19 @@ def _uncsv(text):
     return [v for v in text.split(",") if v]
 
 
+def _to_bool_text(value):
+    return None if value is None else ("true" if value else "false")
+
+
+def _from_bool_text(text):
+    return text == "true"
+
+
+# options whose value is not a string: (to the database, from it)
+_CONVERT = {"encap_type": (_csv, _uncsv), "cms_options": (_csv, _uncsv),
+            "match_northd_version": (_to_bool_text, _from_bool_text)}
+
+
 class Chassis(Resource):
     """The OVN chassis keys of ``Open_vSwitch.external_ids``: one object,
     and no other key of that map is ever touched."""
@@ -230,8 +244,7 @@ class Chassis(Resource):
     fields = tuple(
         _BridgeMappings() if option == "bridge_mappings" else
         Field(option, column="external_ids", kind="mapkey", key=key,
-              to_db=_csv if option in ("encap_type", "cms_options") else None,
-              from_db=_uncsv if option in ("encap_type", "cms_options") else None)
+              to_db=_CONVERT.get(option, (None, None))[0], from_db=_CONVERT.get(option, (None, None))[1])
         for option, key in CHASSIS_KEYS)
 
     def key(self, item):
