@@ -34,19 +34,20 @@ RELEASES = ("bookworm", "trixie")
 DEFAULT_RELEASE = "trixie"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 # A mixed cluster (DEBIAN=mixed) is one in the middle of a rolling upgrade
-# from Debian 12 to 13 in the order OVN's upgrade guide prescribes
-# (Documentation/intro/install/ovn-upgrades.rst): each set's ``upgraded``
-# nodes, chassis only, already run the newer release's OVS and
-# ovn-controller, while the central and the other nodes still run the older.
+# from Debian 12 to 13, in the order of OVN's upgrade guide
+# (Documentation/intro/install/ovn-upgrades.rst: ovn-controller first): each
+# set's ``upgraded`` nodes, chassis only, already run the newer release's OVS
+# and ovn-controller, while the central and the other nodes still run the
+# older. deployment.rst says why this state, and not the fail-safe one.
 MIXED = ("bookworm", "trixie")
+LABEL = "ovn4nfv.lab"
+API_PORT = 6443
 
 
 def debian_default():
     """The release ``make lab DEBIAN=...`` asked for (the environment's
     OVN4NFV_DEBIAN), else the default."""
     return os.environ.get("OVN4NFV_DEBIAN") or DEFAULT_RELEASE
-LABEL = "ovn4nfv.lab"
-API_PORT = 6443
 
 
 class LabSet:
@@ -218,8 +219,8 @@ def core_tests(release, paths=("tests/unit", "tests/functional")):
                "ovn4nfv.containerfile=" + digest, "-t", image, "-f", containerfile, HERE)
     argv = ["podman", "run", "--rm", "--privileged", "--network", "none", "--label", LABEL + "=core-tests",
             "-v", "%s:/src:ro" % ROOT, "-w", "/src", "-e", "PYTHONDONTWRITEBYTECODE=1", image,
-            "python3", "-m", "pytest", "-p", "no:cacheprovider"] + list(paths) + [
-            "--ignore", "tests/functional/test_failure_summary.py"]
+            "python3", "-m", "pytest", "-p", "no:cacheprovider"]
+    argv += list(paths) + ["--ignore", "tests/functional/test_failure_summary.py"]
     log("the core's tests on Debian %s's packages" % release)
     return subprocess.run(argv, check=False, timeout=3600).returncode
 
