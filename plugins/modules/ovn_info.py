@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: ovn_info
-short_description: Read OVN logical switches, routers, ports, routes and NAT
+short_description: Read OVN logical switches, routers, ports, routes, NAT and load balancers
 version_added: 0.1.0
 description:
   - Returns the logical topology of the OVN northbound database as structured data, each
@@ -23,7 +23,7 @@ options:
     type: list
     elements: str
     choices: [logical_switches, logical_switch_ports, logical_routers, logical_router_ports,
-              static_routes, nat]
+              static_routes, nat, load_balancers]
 extends_documentation_fragment:
   - ovn4nfv.k8s.ovsdb
   - ovn4nfv.k8s.ovsdb.NB
@@ -87,9 +87,17 @@ nat:
   elements: dict
   sample: [{"router": "gr-worker1", "type": "snat", "external_ip": "192.168.50.12",
             "logical_ip": "172.16.25.0/24"}]
+load_balancers:
+  description: The load balancers, with the switches and routers they are attached to.
+  returned: when asked for
+  type: list
+  elements: dict
+  sample: [{"name": "web", "protocol": "tcp", "switches": ["ovn-ls-25"],
+            "vips": {"10.96.0.10:80": ["172.16.25.3:8080", "172.16.25.4:8080"]}}]
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_info_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_balancers import LoadBalancer
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_routers import (
     LogicalRouter, LogicalRouterPort, NAT, StaticRoute)
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import (
@@ -103,6 +111,7 @@ SECTIONS = dict(
     logical_router_ports=LogicalRouterPort,
     static_routes=StaticRoute,
     nat=NAT,
+    load_balancers=LoadBalancer,
 )
 
 

@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # declare ovn-ls-25, differently) and run on separate daemons.
 BUILDING_BLOCKS = ["ovs_bridge", "ovs_port", "ovn_chassis", "ovs_info",
                    "ovn_logical_switch", "ovn_logical_router", "ovn_logical_switch_port",
-                   "ovn_logical_router_port", "ovn_static_route", "ovn_nat", "ovn_info"]
+                   "ovn_logical_router_port", "ovn_static_route", "ovn_nat", "ovn_load_balancer",
+                   "ovn_info"]
 CLUSTER = ["cluster_topology", "node_gateway", "virtual_network", "cluster_network"]
 # Their db follows their database option, so each task gets the sandbox's
 # NB or SB remote (the servers here do not act on Connection rows).
@@ -97,6 +98,11 @@ def test_examples_run_and_are_idempotent(sandbox, collections_path):
     assert gateway["gateway_chassis"] == [{"chassis_name": "worker1", "priority": 20},
                                           {"chassis_name": "worker2", "priority": 10}]
     assert len(nb["static_routes"]) == 2 and len(nb["nat"]) == 1
+    web = nb["load_balancers"][0]
+    assert web["vips"] == {"10.96.0.10:80": ["172.16.25.3:8080", "172.16.25.4:8080"]}
+    assert web["switches"] == ["ovn-ls-25"] and web["routers"] == ["ovn4nfv-master"]
+    assert web["health_checks"] == [{"vip": "10.96.0.10:80", "interval": 5, "timeout": 3,
+                                     "failure_count": 3}]
     assert set(facts["nb_switches"]) >= {"logical_switches"}
     assert "logical_routers" not in facts["nb_switches"]
 

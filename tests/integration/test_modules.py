@@ -220,6 +220,51 @@ def nat_checks():
     return create, merge, replace, override, delete
 
 
+def lb_checks():
+    def lbs(t):
+        return dict((lb["name"], lb) for lb in t["Load_Balancer"])
+
+    def holders(t, table, lb):
+        return sorted(r["name"] for r in t[table] if lb["_uuid"] in as_list(r["load_balancer"]))
+
+    def create(t):
+        lb = lbs(t)
+        assert set(lb) == {"foreign", "web", "dns"}
+        web = lb["web"]
+        assert web["protocol"] == "tcp" and web["options"]["affinity_timeout"] == "300"
+        assert web["vips"] == {"10.96.0.10:80": "10.1.0.5:8080,10.1.0.6:8080"}
+        assert holders(t, "Logical_Switch", web) == ["s1", "s2"]
+        assert holders(t, "Logical_Router", web) == ["r1"]
+        [hc] = t["Load_Balancer_Health_Check"]
+        assert hc["vip"] == "10.96.0.10:80" and hc["options"] == {"interval": "5", "timeout": "3"}
+        assert as_list(web["health_check"]) == [hc["_uuid"]]
+        assert lb["dns"]["protocol"] == "udp" and owned(lb["dns"]["external_ids"])
+
+    def merge(t):
+        web = lbs(t)["web"]
+        assert web["vips"] == {"10.96.0.10:80": "10.1.0.5:8080,10.1.0.6:8080",
+                               "[fd00::10]:443": "[fd00::5]:8443"}
+        assert holders(t, "Logical_Switch", web) == ["s2"]
+        assert t["Load_Balancer_Health_Check"][0]["options"]["interval"] == "10"
+
+    def replace(t):
+        web = lbs(t)["web"]
+        assert web["vips"] == {"10.96.0.10:80": "10.1.0.7:8080"}
+        assert "affinity_timeout" not in web["options"] and as_list(web["health_check"]) == []
+        assert t["Load_Balancer_Health_Check"] == [], "the check row went with its reference"
+        assert holders(t, "Logical_Switch", web) == [] and holders(t, "Logical_Router", web) == []
+        assert as_list(web["selection_fields"]) == ["ip_dst", "ip_src"]
+
+    def override(t):
+        assert set(lbs(t)) == {"foreign", "dns"}
+
+    def delete(t):
+        assert set(lbs(t)) == {"foreign"}
+        foreign = lbs(t)["foreign"]
+        assert holders(t, "Logical_Switch", foreign) == ["s1"], "a foreign balancer stays attached"
+    return create, merge, replace, override, delete
+
+
 def connection_checks():
     def conns(t):
         return dict((c["target"], c) for c in t["Connection"])
@@ -423,6 +468,24 @@ SCENARIOS = {
         override=[{"router": "r1", "type": "snat", "external_ip": "192.168.50.11", "logical_ip": "10.1.0.0/24"}],
         delete=[{"router": "r1", "type": "snat", "logical_ip": "10.1.0.0/24"}],
         checks=nat_checks()),
+    "ovn_load_balancer": dict(
+        db="nb", tables=["Load_Balancer", "Load_Balancer_Health_Check", "Logical_Switch",
+                         "Logical_Router"],
+        setup=[["ls-add", "s1"], ["ls-add", "s2"], ["lr-add", "r1"],
+               ["lb-add", "foreign", "10.96.0.99:53", "10.1.0.9:53", "udp"],
+               ["ls-lb-add", "s1", "foreign"]],
+        create=[{"name": "web", "vips": {"10.96.0.10:80": ["10.1.0.6:8080", "10.1.0.5:8080"]},
+                 "switches": ["s2", "s1"], "routers": ["r1"], "affinity_timeout": 300,
+                 "health_checks": [{"vip": "10.96.0.10:80", "interval": 5, "timeout": 3}],
+                 "ip_port_mappings": {"10.1.0.5": "p5:10.1.0.2"}},
+                {"name": "dns", "protocol": "udp", "vips": {"10.96.0.53:53": ["10.1.0.8:53"]}}],
+        merge=[{"name": "web", "vips": {"[fd00::10]:443": ["[fd00::5]:8443"]}, "switches": ["s2"],
+                "health_checks": [{"vip": "10.96.0.10:80", "interval": 10, "timeout": 3}]}],
+        replace=[{"name": "web", "vips": {"10.96.0.10:80": ["10.1.0.7:8080"]},
+                  "selection_fields": ["ip_src", "ip_dst"]}],
+        override=[{"name": "dns", "protocol": "udp", "vips": {"10.96.0.53:53": ["10.1.0.8:53"]}}],
+        delete=[{"name": "dns"}],
+        checks=lb_checks()),
     "ovn_connection": dict(
         db="sb", tables=["SB_Global", "Connection"], args={"database": "southbound"},
         setup=[["--", "--id=@c", "create", "Connection", "target=\"ptcp:6699\"", "--",

@@ -78,6 +78,38 @@ def parse_ip(value, field, version=None):
     return ip
 
 
+def parse_endpoint(value, field):
+    """``ip:port``, ``[ipv6]:port`` or a bare address, as OVN writes a load
+    balancer's VIPs and backends: returns ``(IPAddress, port or None)``."""
+    text = str(value).strip()
+    port = None
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise ValidationError("%s: %r is not [IPv6]:port" % (field, value))
+        port = rest[1:] if rest else None
+        if port is None or host.count(":") < 2:
+            raise ValidationError("%s: %r: write an IPv6 address in brackets with a port, "
+                                  "or bare without one" % (field, value))
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    else:
+        host = text
+    ip = parse_ip(host, field)
+    if port is not None:
+        if not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValidationError("%s: %r: the port must be 1-65535" % (field, value))
+        port = int(port)
+    return ip, port
+
+
+def format_endpoint(ip, port):
+    """The canonical text of an endpoint: ``ip:port``, ``[ipv6]:port`` or ``ip``."""
+    if port is None:
+        return str(ip)
+    return ("[%s]:%d" if ip.version == 6 else "%s:%d") % (ip, port)
+
+
 def parse_ip_prefix(value, field, version=None):
     """``IP`` or ``IP/len`` as ``(IPAddress, len or None)``: the form
     OVN4NFV's definitions and pods wrote. The length must be a plain

@@ -51,6 +51,19 @@ class View:
             self._members[key] = set(r.uuid for r in getattr(row, column))
         return self._members[key]
 
+    def referrers(self, table, column):
+        """``{uuid: [rows of table]}``: which rows of ``table`` hold each uuid in
+        their reference set ``column``; built once per view, so that finding
+        the switches that hold each of many load balancers costs one pass."""
+        key = ("referrers", table, column)
+        if key not in self._members:
+            index = {}
+            for row in self.rows(table):
+                for ref in getattr(row, column):
+                    index.setdefault(ref.uuid, []).append(row)
+            self._members[key] = index
+        return self._members[key]
+
     def lookup(self, table, name):
         """The row of ``table`` named ``name`` (a list where names repeat,
         None where there is none), through the IDL's name index."""
