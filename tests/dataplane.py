@@ -167,12 +167,14 @@ print(conn.recv(100).decode())
 """
 
 
-def tcp_exchange(server_ns, client_ns, address, port, timeout=10):
+def tcp_exchange(server_ns, client_ns, address, port, timeout=10, bind=None, server_port=None):
     """Run a one-shot TCP server in ``server_ns`` and a client in
     ``client_ns``. Returns (client's reply, source address the server saw),
-    or (None, None) when no connection was made within ``timeout``."""
+    or (None, None) when no connection was made within ``timeout``. The
+    server listens on ``address``:``port`` unless ``bind`` and
+    ``server_port`` say otherwise (a VIP's backend)."""
     server = subprocess.Popen(["ip", "netns", "exec", ns_name(server_ns), "python3", "-c", TCP_SERVER,
-                               address, str(port), str(timeout)],
+                               bind or address, str(server_port or port), str(timeout)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True)
     try:

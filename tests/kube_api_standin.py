@@ -12,6 +12,16 @@ resources the watcher uses, and nothing more:
   patch (JSON merge patch, and strategic merge patch treated as one, which
   is exact for annotations);
 * events: create, list;
+* pods' status: patch (``/pods/<name>/status``), as the kubelet reports
+  readiness;
+* services: list, watch, get, create (the server's defaults: a clusterIP
+  from 10.96.0.0/16, ``protocol: TCP``, ``targetPort`` = ``port``,
+  ``sessionAffinity: None``, ClientIP's 10800 s timeout; and its
+  validation: 422 for a port out of range or a name reused in ``ports``),
+  delete;
+* endpointslices (``discovery.k8s.io/v1``): list, watch, get, create,
+  delete; a slice names its Service in the label
+  ``kubernetes.io/service-name``;
 * network-attachment-definitions (``k8s.cni.cncf.io/v1``): get, list;
 * namespaces: get, list (every namespace a pod or NAD was created in).
 
@@ -67,6 +77,13 @@ from urllib.parse import parse_qs, urlparse
 _POD = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/pods(?:/(?P<name>[^/]+))?$")
 _EVENTS = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/events$")
 _NAMESPACE = re.compile(r"^/api/v1/namespaces(?:/(?P<name>[^/]+))?$")
+_POD_STATUS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/status$")
+_SERVICE = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/services(?:/(?P<name>[^/]+))?$")
+_SLICE = re.compile(r"^/apis/discovery.k8s.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
+                    r"/endpointslices(?:/(?P<name>[^/]+))?$")
+API_VERSIONS = {"EndpointSlice": "discovery.k8s.io/v1",
+                "NetworkAttachmentDefinition": "k8s.cni.cncf.io/v1"}
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 # The API server parses booleans with Go's strconv.ParseBool; older Python
 # clients (Debian 12's 22.6) send "True".
 _GO_TRUE = ("1", "t", "T", "true", "TRUE", "True")
@@ -75,7 +92,8 @@ _NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
 
 
 _RESOURCE = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/[^/]+)"
-                       r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[^/]+)(?:/(?P<name>[^/]+))?/?$")
+                       r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[^/]+)"
+                       r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?/?$")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The product's RBAC manifests: the watcher's and the node agent's.
 PRODUCT_RBAC = (os.path.join(ROOT, "roles", "watcher", "files", "rbac.yaml"),
@@ -141,6 +159,8 @@ def request_attributes(method, path, query):
         return None
     group = "" if match.group("core") else match.group("group")
     resource, name, namespace = match.group("resource"), match.group("name"), match.group("ns")
+    if match.group("sub"):
+        resource += "/" + match.group("sub")       # a subresource: pods/status
     if resource == "namespaces" and namespace is None and name:
         namespace = name
     if method == "GET":
@@ -188,6 +208,9 @@ class KubeAPIStandIn:
         self.compacted = 0           # versions at or below this are gone
         self.pods = {}               # (ns, name) -> object
         self.nads = {}
+        self.services = {}
+        self.slices = {}
+        self.next_cluster_ip = 10
         self.events = []
         self.history = []            # (rv, event type, object) for watches
         self.failures = 0
@@ -251,7 +274,7 @@ class KubeAPIStandIn:
             self.lock.notify_all()
 
     def namespaces(self):
-        names = set(ns for ns, _n in list(self.pods) + list(self.nads))
+        names = set(ns for ns, _n in list(self.pods) + list(self.nads) + list(self.services))
         return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "uid": ns}}
                 for ns in sorted(names)]
 
@@ -368,17 +391,102 @@ class KubeAPIStandIn:
         self.history.append((self.rv, kind, copy.deepcopy(obj)))
         self.lock.notify_all()
 
-    def create_pod(self, namespace, name, annotations=None, node="node1"):
+    def create_pod(self, namespace, name, annotations=None, node="node1", labels=None, ports=None):
+        """A pending pod; ``ports``: its container's ports, as
+        ``[{"name": ..., "containerPort": ...}]``."""
+        container = {"name": "c", "image": "standin"}
+        if ports:
+            container["ports"] = [dict({"protocol": "TCP"}, **p) for p in ports]
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
-                            "annotations": dict(annotations or {}), "creationTimestamp": _now()},
-               "spec": {"nodeName": node, "containers": [{"name": "c", "image": "standin"}]},
+                            "annotations": dict(annotations or {}), "labels": dict(labels or {}),
+                            "creationTimestamp": _now()},
+               "spec": {"nodeName": node, "containers": [container]},
                "status": {"phase": "Pending"}}
         with self.lock:
             self.pods[(namespace, name)] = pod
             self.created_at[(namespace, name)] = time.monotonic()
             self._bump("ADDED", pod)
             return copy.deepcopy(pod)
+
+    def set_ready(self, namespace, name, ready=True):
+        """What the kubelet reports: the pod runs, and is Ready or not."""
+        self.patch_status(namespace, name, {"status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True" if ready else "False",
+             "lastTransitionTime": _now()}]}})
+
+    def patch_status(self, namespace, name, patch):
+        """A merge patch of a pod's status (the status subresource: only
+        ``status`` changes)."""
+        with self.lock:
+            pod = self.pods[(namespace, name)]
+            pod["status"] = merge_patch(pod.get("status"), (patch or {}).get("status") or {})
+            self._bump("MODIFIED", pod)
+            return copy.deepcopy(pod)
+
+    def create_service(self, namespace, name, spec, annotations=None):
+        """Create a Service as the API server would, with its defaults;
+        a ValueError carries the server's 422 message."""
+        spec = copy.deepcopy(spec or {})
+        ports = spec.get("ports") or []
+        seen = set()
+        for index, port in enumerate(ports):
+            for field in ("port", "targetPort"):
+                value = port.get(field)
+                if isinstance(value, int) and not 1 <= value <= 65535:
+                    raise ValueError("Service %r is invalid: spec.ports[%d].%s: Invalid value: %d: "
+                                     "must be between 1 and 65535, inclusive" % (name, index, field, value))
+            if port.get("name", "") in seen:
+                raise ValueError("Service %r is invalid: spec.ports[%d].name: Duplicate value: %r" % (
+                    name, index, port.get("name", "")))
+            seen.add(port.get("name", ""))
+            if len(ports) > 1 and not port.get("name"):
+                raise ValueError("Service %r is invalid: spec.ports[%d].name: Required value" % (name, index))
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        if spec["sessionAffinity"] == "ClientIP":
+            spec.setdefault("sessionAffinityConfig", {"clientIP": {"timeoutSeconds": 10800}})
+        with self.lock:
+            if (namespace, name) in self.services:
+                raise KeyError("services %s/%s exists" % (namespace, name))
+            if "clusterIP" not in spec:
+                spec["clusterIP"] = "10.96.%d.%d" % divmod(self.next_cluster_ip, 256)
+                self.next_cluster_ip += 1
+            if spec["clusterIP"] != "None":
+                spec["clusterIPs"] = [spec["clusterIP"]]
+                spec.update(ipFamilies=["IPv4"], ipFamilyPolicy="SingleStack")
+            service = {"apiVersion": "v1", "kind": "Service",
+                       "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+                                    "annotations": dict(annotations or {}), "creationTimestamp": _now()},
+                       "spec": spec, "status": {"loadBalancer": {}}}
+            self.services[(namespace, name)] = service
+            self._bump("ADDED", service)
+            return copy.deepcopy(service)
+
+    def delete_service(self, namespace, name):
+        with self.lock:
+            self._bump("DELETED", self.services.pop((namespace, name)))
+
+    def create_endpointslice(self, namespace, name, service, addresses, ports, ready=True):
+        """An EndpointSlice of ``service``: one endpoint per address."""
+        slice_ = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                  "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+                               "labels": {SERVICE_NAME_LABEL: service}, "creationTimestamp": _now()},
+                  "addressType": "IPv4",
+                  "endpoints": [{"addresses": [a], "conditions": {"ready": ready, "serving": ready,
+                                                                   "terminating": False}}
+                                for a in addresses],
+                  "ports": [dict({"protocol": "TCP"}, **p) for p in ports]}
+        with self.lock:
+            self.slices[(namespace, name)] = slice_
+            self._bump("ADDED", slice_)
+            return copy.deepcopy(slice_)
+
+    def delete_endpointslice(self, namespace, name):
+        with self.lock:
+            self._bump("DELETED", self.slices.pop((namespace, name)))
 
     def delete_pod(self, namespace, name):
         with self.lock:
@@ -553,7 +661,8 @@ def _handler(api):
                 return
             url = urlparse(self.path)
             query = dict((k, v[-1]) for k, v in parse_qs(url.query).items())
-            routes = ((_POD, api.pods, "Pod"), (_NAD, api.nads, "NetworkAttachmentDefinition"))
+            routes = ((_POD, api.pods, "Pod"), (_NAD, api.nads, "NetworkAttachmentDefinition"),
+                      (_SERVICE, api.services, "Service"), (_SLICE, api.slices, "EndpointSlice"))
             for pattern, store, kind in routes:
                 match = pattern.match(url.path)
                 if not match:
@@ -572,7 +681,7 @@ def _handler(api):
                     items = [copy.deepcopy(o) for (o_ns, _n), o in sorted(store.items())
                              if (ns is None or o_ns == ns) and _selected(o, query.get("fieldSelector"))]
                     rv = str(api.rv)
-                return self._send(200, {"kind": kind + "List", "apiVersion": "v1",
+                return self._send(200, {"kind": kind + "List", "apiVersion": API_VERSIONS.get(kind, "v1"),
                                         "metadata": {"resourceVersion": rv}, "items": items})
             match = _NAMESPACE.match(url.path)
             if match:
@@ -591,6 +700,21 @@ def _handler(api):
                                             "metadata": {"resourceVersion": str(api.rv)},
                                             "items": copy.deepcopy(api.events)})
             self._send(404, _status(404, "NotFound", url.path))
+
+        def _create_service(self, ns, body):
+            meta = body["metadata"]
+            return api.create_service(ns, meta["name"], body.get("spec"), meta.get("annotations"))
+
+        def _create_slice(self, ns, body):
+            meta = body["metadata"]
+            with api.lock:
+                if (ns, meta["name"]) in api.slices:
+                    raise KeyError("endpointslices %s/%s exists" % (ns, meta["name"]))
+                slice_ = dict(copy.deepcopy(body), apiVersion="discovery.k8s.io/v1", kind="EndpointSlice")
+                slice_["metadata"] = dict(meta, namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now())
+                api.slices[(ns, meta["name"])] = slice_
+                api._bump("ADDED", slice_)
+                return copy.deepcopy(slice_)
 
         def _chunk(self, data):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -643,14 +767,22 @@ def _handler(api):
         def do_PATCH(self):
             if self._failing():
                 return
-            match = _POD.match(urlparse(self.path).path)
-            if not match or not match.group("name"):
-                return self._send(404, _status(404, "NotFound", self.path))
             kind = self.headers.get("Content-Type", "")
-            patch = self._body()
             if "merge-patch" not in kind:
                 return self._send(415, _status(415, "UnsupportedMediaType",
                                                "the stand-in takes merge patches, not %s" % kind))
+            status = _POD_STATUS.match(urlparse(self.path).path)
+            if status:
+                try:
+                    return self._send(200, api.patch_status(status.group("ns"), status.group("name"),
+                                                            self._body()))
+                except KeyError:
+                    return self._send(404, _status(404, "NotFound", "pods %s/%s not found" % (
+                        status.group("ns"), status.group("name"))))
+            match = _POD.match(urlparse(self.path).path)
+            if not match or not match.group("name"):
+                return self._send(404, _status(404, "NotFound", self.path))
+            patch = self._body()
             key = (match.group("ns"), match.group("name"))
             with api.lock:
                 pod = api.pods.get(key)
@@ -673,6 +805,17 @@ def _handler(api):
         def do_DELETE(self):
             if self._failing():
                 return
+            for pattern, store, remove in ((_SERVICE, api.services, api.delete_service),
+                                           (_SLICE, api.slices, api.delete_endpointslice)):
+                match = pattern.match(urlparse(self.path).path)
+                if match and match.group("ns") and match.group("name"):
+                    key = (match.group("ns"), match.group("name"))
+                    with api.lock:
+                        obj = copy.deepcopy(store.get(key))
+                    if obj is None:
+                        return self._send(404, _status(404, "NotFound", "%s/%s not found" % key))
+                    remove(*key)
+                    return self._send(200, obj)
             match = _POD.match(urlparse(self.path).path)
             if not match or not match.group("name"):
                 return self._send(405, _status(405, "MethodNotAllowed", self.path))
@@ -699,7 +842,22 @@ def _handler(api):
                 if exists:
                     return self._send(409, _status(409, "AlreadyExists", "pods %s/%s exists" % (ns, name)))
                 node = (body.get("spec") or {}).get("nodeName") or "node1"
-                return self._send(201, api.create_pod(ns, name, meta.get("annotations"), node=node))
+                containers = (body.get("spec") or {}).get("containers") or [{}]
+                return self._send(201, api.create_pod(ns, name, meta.get("annotations"), node=node,
+                                                      labels=meta.get("labels"),
+                                                      ports=containers[0].get("ports")))
+            for pattern, create in ((_SERVICE, self._create_service), (_SLICE, self._create_slice)):
+                match = pattern.match(urlparse(self.path).path)
+                if match and match.group("ns") and not match.group("name"):
+                    body = self._body() or {}
+                    if not (body.get("metadata") or {}).get("name"):
+                        return self._send(422, _status(422, "Invalid", "metadata.name is required"))
+                    try:
+                        return self._send(201, create(match.group("ns"), body))
+                    except ValueError as exc:
+                        return self._send(422, _status(422, "Invalid", str(exc)))
+                    except KeyError as exc:
+                        return self._send(409, _status(409, "AlreadyExists", str(exc)))
             match = _EVENTS.match(urlparse(self.path).path)
             if not match:
                 return self._send(404, _status(404, "NotFound", self.path))

@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services as svc
 
 from dataplane import Node, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
@@ -103,6 +104,52 @@ def test_pod_reaches_external_host_through_the_gateway_with_snat(cluster_node):
     reply, source = tcp_exchange(cluster_node.external, cluster_node.pod_b, EXTERNAL_HOST, 9000)
     assert reply == "pong:ping"
     assert source == GATEWAY_IP, "the external host must see the gateway's address (SNAT)"
+
+
+def service_plan(node, endpoints, remove=False):
+    service = svc.Service("default", "web", "uid-web", {svc.NETWORK_ANNOTATION: "net1"},
+                          cluster_ip="10.96.0.10", external_ips=[SERVICE_EXTERNAL_IP],
+                          ports=[svc.Port("http", "TCP", 80, 8080)])
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES) as db:
+        if remove:
+            return execute(db, lambda v: svc.plan_remove(v, service.key), write=True)
+        return execute(db, lambda v: svc.plan_service(v, service, endpoints, None), write=True)
+
+
+SERVICE_EXTERNAL_IP = "192.168.50.120"
+
+
+def test_service_vip_and_external_ip_reach_the_backend(cluster_node):
+    """A Service on net1 backed by pod-a: pod-b on net2 reaches its VIP
+    through its own switch and the router; the external host reaches its
+    external IP through the gateway, which answers ARP for it and sends
+    the traffic on from its join address; with no backend left the VIP
+    takes no connection; and removed, nothing of it stays in the NB."""
+    backend = [svc.Endpoint(True, {"http": 8080}, ip="172.16.1.10")]
+    plan = service_plan(cluster_node, backend)
+    assert sorted(c.label for c in plan.changes) == [
+        "svc_default_web_tcp", "svcx_default_web_tcp_" + SERVICE_EXTERNAL_IP]
+    cluster_node.wait_hv()
+    reply, source = tcp_exchange(cluster_node.pod_a, cluster_node.pod_b, "10.96.0.10", 80,
+                                 bind="0.0.0.0", server_port=8080)
+    assert reply == "pong:ping", "pod-b cannot reach the Service's VIP"
+    assert source == "172.16.2.10", "balanced on the client's switch: the backend sees the client"
+    reply, source = tcp_exchange(cluster_node.pod_a, cluster_node.external, SERVICE_EXTERNAL_IP, 80,
+                                 bind="0.0.0.0", server_port=8080)
+    assert reply == "pong:ping", "the external host cannot reach the Service's external IP"
+    assert source == "100.64.1.2", "the gateway sends balanced traffic on from its join address"
+
+    service_plan(cluster_node, [])
+    cluster_node.wait_hv()
+    reply, _source = tcp_exchange(cluster_node.pod_a, cluster_node.pod_b, "10.96.0.10", 80,
+                                  bind="0.0.0.0", server_port=8080, timeout=3)
+    assert reply is None, "a Service without a ready backend takes no connection"
+
+    service_plan(cluster_node, None, remove=True)
+    assert [lb["name"] for lb in cluster_node.box.rows("nb", "Load_Balancer")] == []
+    for table in ("Logical_Switch", "Logical_Router"):
+        assert all(not r["load_balancer"] for r in cluster_node.box.rows("nb", table)), \
+            "a switch or router still holds a balancer"
 
 
 def test_a_deleted_network_carries_no_traffic(cluster_node):

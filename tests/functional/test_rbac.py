@@ -151,12 +151,15 @@ RESOURCES = {("", "pods"): "/api/v1/namespaces/default/pods",
              ("", "secrets"): "/api/v1/namespaces/default/secrets",
              ("", "nodes"): "/api/v1/nodes",
              ("", "services"): "/api/v1/namespaces/default/services",
+             ("discovery.k8s.io", "endpointslices"): "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
              ("k8s.cni.cncf.io", "network-attachment-definitions"):
                  "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions"}
 VERBS = {"get": ("GET", "/x"), "list": ("GET", ""), "watch": ("GET", "?watch=true&timeoutSeconds=1"),
          "create": ("POST", ""), "update": ("PUT", "/x"), "patch": ("PATCH", "/x"), "delete": ("DELETE", "/x")}
 GRANTED = {WATCHER: {("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "patch"), ("", "events", "create"),
-                     ("k8s.cni.cncf.io", "network-attachment-definitions", "get")},
+                     ("k8s.cni.cncf.io", "network-attachment-definitions", "get"),
+                     ("", "services", "list"), ("", "services", "watch"),
+                     ("discovery.k8s.io", "endpointslices", "list"), ("discovery.k8s.io", "endpointslices", "watch")},
            NODE_AGENT: {("", "pods", "list"), ("", "pods", "watch")}}
 
 

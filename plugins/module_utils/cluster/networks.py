@@ -310,6 +310,13 @@ def _network_of(row):
     return _from_records(row.name, ids, subnet, "ovn", subnet6=subnet6)
 
 
+def read_network_settings(view):
+    """``{name: Network}`` of the OVN networks in the NB, settings only
+    (:func:`read_networks` without the ports, so without their cost)."""
+    return dict((row.name, _network_of(row)) for row in view.rows("Logical_Switch")
+                if row.external_ids.get(NETWORK_KEY))
+
+
 def read_networks(view):
     """``{name: NetworkState}`` of the OVN networks in the NB."""
     out = {}

@@ -172,8 +172,11 @@ class Gateway:
         if self.vlan:
             localnet["tag"] = self.vlan
         return {
-            LogicalRouter: [{"name": self.router, "options": {"chassis": self.chassis},
-                             "external_ids": marks}],
+            # lb_force_snat_ip: traffic a Service's external address
+            # balanced here leaves from the router's join address, so that
+            # the backend's answer comes back through this gateway
+            LogicalRouter: [{"name": self.router, "external_ids": marks,
+                             "options": {"chassis": self.chassis, "lb_force_snat_ip": "router_ip"}}],
             LogicalSwitch: [{"name": self.external_switch, "external_ids": part}],
             LogicalRouterPort: [
                 {"name": join, "router": self.router, "mac": addressing.mac_from_name(join),

@@ -162,3 +162,25 @@ class WorkQueue:
                         del self._ready_at[key]
                         self._add_locked(key)
                 self._lock.wait(self._waiting[0][0] - now if self._waiting else None)
+
+
+def serve(queue, handle, log, what, retry_on=()):
+    """A worker: take keys from ``queue`` until it shuts down, and
+    ``handle(key)`` each. An exception of ``retry_on`` is logged in a line
+    and the key retried with backoff; any other is a bug, logged whole, and
+    retried too, so that a worker never dies."""
+    while True:
+        key = queue.get()
+        if key is None:
+            return
+        try:
+            handle(key)
+            queue.forget(key)
+        except retry_on as exc:
+            log.warning("%s %s: %s; retrying", what, key, exc)
+            queue.add_rate_limited(key)
+        except Exception:  # noqa: a bug must not kill the worker; it is logged whole
+            log.exception("%s %s", what, key)
+            queue.add_rate_limited(key)
+        finally:
+            queue.done(key)

@@ -1,19 +1,32 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to ovn4nfv.k8s
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the daemons write to the Kubernetes API about a pod: Events and
-annotation patches, with the official client."""
+"""The daemons and the Kubernetes API, with the official client: what
+they write about an object (Events, annotation patches), and the one
+list-then-watch loop every cache of theirs is fed by."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import datetime
+import logging
+import time
+
+from ..common.workqueue import Backoff
 
 try:
     from kubernetes import client as k8s_client
+    from kubernetes import watch as k8s_watch
+    from kubernetes.client.rest import ApiException
 except ImportError:  # pragma: no cover - the daemons need it; modules do not
-    k8s_client = None
+    k8s_client = k8s_watch = None
+
+    class ApiException(Exception):
+        """Stands for the client's exception where the client is missing."""
+        status = None
+
+LOG = logging.getLogger("ovn4nfv.kube")
 
 MERGE_PATCH = "application/merge-patch+json"
 POD_PATH = "/api/v1/namespaces/{namespace}/pods/{name}"
@@ -28,14 +41,15 @@ class PodWriter:
         # whether this client takes ``_content_type``: None until tried
         self.content_type = None
 
-    def event(self, pod, reason, message, kind="Warning"):
-        """An Event of ``reason`` on ``pod``, ``message`` cut to 1 KiB."""
-        meta = pod.metadata
+    def event(self, obj, reason, message, kind="Warning", involved="Pod"):
+        """An Event of ``reason`` on ``obj`` (a pod, or the ``involved``
+        kind of core object), ``message`` cut to 1 KiB."""
+        meta = obj.metadata
         now = datetime.datetime.now(datetime.timezone.utc)
         self.core.create_namespaced_event(meta.namespace, k8s_client.CoreV1Event(
             metadata=k8s_client.V1ObjectMeta(generate_name=meta.name + ".", namespace=meta.namespace),
             involved_object=k8s_client.V1ObjectReference(
-                kind="Pod", api_version="v1", name=meta.name, namespace=meta.namespace, uid=meta.uid),
+                kind=involved, api_version="v1", name=meta.name, namespace=meta.namespace, uid=meta.uid),
             reason=reason, message=message[:1024], type=kind, count=1,
             first_timestamp=now, last_timestamp=now,
             source=k8s_client.V1EventSource(component=self.component)))
@@ -62,3 +76,71 @@ class PodWriter:
             POD_PATH, "PATCH", path_params={"namespace": meta.namespace, "name": meta.name},
             query_params=[], header_params={"Accept": "application/json", "Content-Type": MERGE_PATCH},
             body=body, response_type="V1Pod", auth_settings=["BearerToken"], _return_http_data_only=True)
+
+
+class ListWatch:
+    """List, then watch from the list's resourceVersion, for ever: the
+    informer loop of client-go, for one kind. ``relist()`` lists (and
+    takes the list into its cache) and returns the resourceVersion;
+    ``list_call`` is the client's list function, streamed as a watch;
+    ``observe(obj, deleted)`` takes each event. It lists again at start,
+    after 410 Gone and every ``resync_seconds``; an unreachable or failing
+    API server is retried with backoff. :meth:`stop` ends it."""
+
+    def __init__(self, what, relist, list_call, observe, stopping, resync_seconds, watch_seconds,
+                 max_backoff):
+        self.what = what
+        self.relist = relist
+        self.list_call = list_call
+        self.observe = observe
+        self.stopping = stopping
+        self.resync_seconds = resync_seconds
+        self.watch_seconds = watch_seconds
+        self.max_backoff = max_backoff
+        self._watch = None
+
+    def stop(self):
+        watch = self._watch
+        if watch is not None:
+            watch.stop()
+            response = getattr(watch, "_resp", None)
+            if response is not None:
+                try:
+                    response.close()
+                except Exception:  # noqa: the stream is being torn down anyway
+                    pass
+
+    def run(self):
+        backoff = Backoff(self.max_backoff)
+        version, listed_at = None, 0.0
+        while not self.stopping.is_set():
+            try:
+                if version is None or time.monotonic() - listed_at > self.resync_seconds:
+                    version = self.relist()
+                    listed_at = time.monotonic()
+                self._watch = k8s_watch.Watch()
+                for event in self._watch.stream(self.list_call, resource_version=version,
+                                                timeout_seconds=self.watch_seconds):
+                    obj = event["object"]
+                    version = obj.metadata.resource_version
+                    self.observe(obj, event["type"] == "DELETED")
+                    if self.stopping.is_set():
+                        break
+                backoff.reset()
+            except ApiException as exc:
+                if exc.status == 410:
+                    LOG.info("the %s watch expired (410 Gone); listing again", self.what)
+                    version = None
+                    continue
+                self._retry_later(backoff, "the API server answered %s" % exc.status)
+            except Exception as exc:  # noqa: connection errors of every kind; retried
+                if self.stopping.is_set():
+                    break
+                self._retry_later(backoff, "the API server is unreachable: %s" % exc)
+            finally:
+                self._watch = None
+
+    def _retry_later(self, backoff, why):
+        delay = backoff.next()
+        LOG.warning("%s: %s; retrying in %.1fs", self.what, why, delay)
+        self.stopping.wait(delay)

@@ -38,18 +38,17 @@ import logging
 import threading
 import time
 
-from ..cluster import annotations, pod_addresses, pod_ports
+from ..cluster import annotations, pod_addresses, pod_ports, services as svc
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
-from ..common.workqueue import Backoff, WorkQueue
+from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
-from . import kube, multus, settings as daemon
+from . import kube, multus, services, settings as daemon
 
 try:
     from kubernetes import client as k8s_client
-    from kubernetes import watch as k8s_watch
     from kubernetes.client.rest import ApiException
     HAS_KUBERNETES = True
 except ImportError:  # pragma: no cover - the daemon needs it; modules do not
@@ -135,28 +134,24 @@ class Watcher:
         self.reported = {}          # key -> {reason: (uid, message)} posted as Events
         self.exhausted = set()      # keys waiting for an address to free
         self.pending = {}           # key -> since when it waits for OVN's dynamic address
-        self._watch = None
+        self.pod_watch = kube.ListWatch(
+            "pods", self.resync, self.core.list_pod_for_all_namespaces, self.observe, self.stopping,
+            config.resync_seconds, config.watch_seconds, config.max_backoff_seconds)
+        self.services = services.Services(self, api_client)
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
         self.stopping.set()
         self.queue.shutdown()
-        watch = self._watch
-        if watch is not None:
-            watch.stop()
-            response = getattr(watch, "_resp", None)
-            if response is not None:
-                try:
-                    response.close()
-                except Exception:  # noqa: the stream is being torn down anyway
-                    pass
+        self.services.stop()
+        self.pod_watch.stop()
 
     def connect_nb(self):
         backoff = Backoff(self.config.max_backoff_seconds)
         tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
         while not self.stopping.is_set():
             try:
-                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, TABLES,
+                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)
                 self.multus = multus.Attachments(self.custom, self.nb, self.addresses)
@@ -174,50 +169,16 @@ class Watcher:
                    for i in range(self.config.workers)]
         for worker in workers:
             worker.start()
+        workers += self.services.start()
         try:
-            self._watch_loop()
+            self.pod_watch.run()
         finally:
             self.queue.shutdown()
+            self.services.stop()
             for worker in workers:
                 worker.join(self.config.ovsdb_timeout * 2)
             self.nb.close()
             LOG.info("stopped")
-
-    def _watch_loop(self):
-        backoff = Backoff(self.config.max_backoff_seconds)
-        version, listed_at = None, 0.0
-        while not self.stopping.is_set():
-            try:
-                if version is None or time.monotonic() - listed_at > self.config.resync_seconds:
-                    version = self.resync()
-                    listed_at = time.monotonic()
-                self._watch = k8s_watch.Watch()
-                for event in self._watch.stream(self.core.list_pod_for_all_namespaces,
-                                                resource_version=version,
-                                                timeout_seconds=self.config.watch_seconds):
-                    pod = event["object"]
-                    version = pod.metadata.resource_version
-                    self.observe(pod, event["type"] == "DELETED")
-                    if self.stopping.is_set():
-                        break
-                backoff.reset()
-            except ApiException as exc:
-                if exc.status == 410:
-                    LOG.info("the watch expired (410 Gone); listing again")
-                    version = None
-                    continue
-                self._retry_later(backoff, "the API server answered %s" % exc.status)
-            except Exception as exc:  # noqa: connection errors of every kind; retried
-                if self.stopping.is_set():
-                    break
-                self._retry_later(backoff, "the API server is unreachable: %s" % exc)
-            finally:
-                self._watch = None
-
-    def _retry_later(self, backoff, why):
-        delay = backoff.next()
-        LOG.warning("%s; retrying in %.1fs", why, delay)
-        self.stopping.wait(delay)
 
     # -- the cache and the queue ---------------------------------------------
     def observe(self, pod, deleted=False):
@@ -234,11 +195,16 @@ class Watcher:
             else:
                 self.cache[key] = pod
         self.queue.add(key)
+        self.services.pod_changed(pod.metadata.namespace)
 
     def _nb_changed(self, event, row):
         """In the IDL's thread: wake the keys that wait on the NB. A pod
         port's dynamic address arrived; or a pod port went, so an address
         may have freed for the keys waiting on a full network."""
+        if row._table.name == "Logical_Router" and event in ("create", "delete"):
+            # a gateway came or went: who answers for external IPs may change
+            self.services.requeue_all()
+            return
         if row._table.name != "Logical_Switch_Port" or not pod_ports.is_pod_port(row):
             return
         if event == "delete":
@@ -251,24 +217,8 @@ class Watcher:
             self.queue.add(key)
 
     def _work(self):
-        while True:
-            key = self.queue.get()
-            if key is None:
-                return
-            try:
-                self.handle(key)
-                self.queue.forget(key)
-            except Ovn4nfvError as exc:
-                LOG.warning("pod %s: %s; retrying", key, exc)
-                self.queue.add_rate_limited(key)
-            except ApiException as exc:
-                LOG.warning("pod %s: the API server answered %s; retrying", key, exc.status)
-                self.queue.add_rate_limited(key)
-            except Exception:  # noqa: a bug must not kill the worker; it is logged whole
-                LOG.exception("pod %s", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
+        # the API's answers (a status) and OVN's are retried in a line
+        serve(self.queue, self.handle, LOG, "pod", (Ovn4nfvError, ApiException))
 
     # -- one pod -----------------------------------------------------------
     def _live(self, key):
@@ -381,6 +331,7 @@ class Watcher:
         reported again should they recur (a warning stays said)."""
         self.pending.pop(key, None)
         self.exhausted.discard(key)
+        self.services.pod_changed(key.split("/", 1)[0])
         said = self.reported.get(key)
         if said:
             self.reported[key] = dict((r, v) for r, v in said.items() if r == IGNORED)
@@ -430,6 +381,7 @@ class Watcher:
             LOG.info("pod %s (uid %s) is gone; removing its ports", owner, owner.uid)
         for key in sorted(keys | set(key_of(owner.namespace, owner.name) for owner in gone)):
             self.queue.add(key)
+        self.services.requeue_all()
         LOG.info("resync: %d pods, %d with ports", len(live), len(owned))
         return pods.metadata.resource_version
 
