@@ -107,6 +107,7 @@ bench: venv
 	$(PY) benchmarks/watcher.py
 	$(PY) benchmarks/cni.py
 	$(PY) benchmarks/churn.py
+	$(PY) benchmarks/services.py
 
 # Molecule scenarios under extensions/molecule, against this working tree,
 # each as scenario:release. The roles' scenarios and the RAFT central run on

@@ -122,3 +122,70 @@ def test_rbac_is_evaluated_as_kubernetes_does():
             assert server.authorize(user, groups, *attributes) is allowed, (user, attributes)
     finally:
         server.stop()
+
+
+def test_services_have_the_servers_defaults_and_validation(api, tmp_path):
+    """A Service created over HTTP as kubectl would: the server's defaults
+    come back, in the shapes the official client deserialises; a port out
+    of range or an unnamed second port is a 422, as kube-apiserver says it."""
+    server, core = api
+    made = core.create_namespaced_service("default", client.V1Service(
+        metadata=client.V1ObjectMeta(name="web", annotations={"a": "b"}),
+        spec=client.V1ServiceSpec(selector={"app": "web"}, session_affinity="ClientIP",
+                                  ports=[client.V1ServicePort(port=80)])))
+    assert made.metadata.uid and made.spec.cluster_ip.startswith("10.96.")
+    # the client's generations name spec.clusterIPs differently
+    assert (getattr(made.spec, "cluster_ips", None) or made.spec.cluster_i_ps) == [made.spec.cluster_ip]
+    port = made.spec.ports[0]
+    assert (port.protocol, port.target_port) == ("TCP", 80), "targetPort defaults to port"
+    assert made.spec.session_affinity_config.client_ip.timeout_seconds == 10800
+    assert made.spec.type == "ClusterIP"
+    for bad, words in (([client.V1ServicePort(port=70000)], "spec.ports[0].port"),
+                       ([client.V1ServicePort(port=80, name="a"), client.V1ServicePort(port=81)],
+                        "spec.ports[1].name")):
+        with pytest.raises(ApiException) as err:
+            core.create_namespaced_service("default", client.V1Service(
+                metadata=client.V1ObjectMeta(name="bad"), spec=client.V1ServiceSpec(ports=bad)))
+        assert err.value.status == 422 and words in err.value.body
+    listed = core.list_service_for_all_namespaces()
+    assert [s.metadata.name for s in listed.items] == ["web"]
+    rv = listed.metadata.resource_version
+    core.delete_namespaced_service("web", "default")
+    seen = [(e["type"], e["object"].metadata.name) for e in watch.Watch().stream(
+        core.list_service_for_all_namespaces, resource_version=rv, timeout_seconds=1)]
+    assert seen == [("DELETED", "web")]
+
+
+def test_endpointslices_and_pod_readiness(api, tmp_path):
+    """EndpointSlices in discovery.k8s.io/v1, named to their Service by
+    label; a pod's readiness as the kubelet reports it (status subresource)."""
+    server, core = api
+    discovery = client.DiscoveryV1Api(core.api_client)
+    server.create_endpointslice("default", "ext-1", "ext", ["172.16.1.50"], [{"name": "dns", "port": 53}])
+    listed = discovery.list_endpoint_slice_for_all_namespaces()
+    [found] = listed.items
+    assert found.address_type == "IPv4" and found.metadata.labels == {"kubernetes.io/service-name": "ext"}
+    assert found.endpoints[0].addresses == ["172.16.1.50"] and found.endpoints[0].conditions.ready is True
+    assert (found.ports[0].name, found.ports[0].port, found.ports[0].protocol) == ("dns", 53, "TCP")
+    server.delete_endpointslice("default", "ext-1")
+    seen = [(e["type"], e["object"].metadata.name) for e in watch.Watch().stream(
+        discovery.list_endpoint_slice_for_all_namespaces,
+        resource_version=listed.metadata.resource_version, timeout_seconds=1)]
+    assert seen == [("DELETED", "ext-1")]
+
+    server.create_pod("default", "p", labels={"app": "x"}, ports=[{"name": "http", "containerPort": 8080}])
+    server.set_ready("default", "p")
+    pod = core.list_pod_for_all_namespaces().items[0]
+    assert pod.metadata.labels == {"app": "x"} and pod.status.phase == "Running"
+    assert [(c.type, c.status) for c in pod.status.conditions] == [("Ready", "True")]
+    assert pod.spec.containers[0].ports[0].container_port == 8080
+    # the kubelet's status patch, over HTTP: only the status changes
+    request = urllib.request.Request(
+        server.url + "/api/v1/namespaces/default/pods/p/status", method="PATCH",
+        data=b'{"status": {"conditions": [{"type": "Ready", "status": "False"}]}, '
+             b'"metadata": {"labels": {"app": "y"}}}',
+        headers={"Content-Type": "application/merge-patch+json", "Authorization": "Bearer " + server.admin_token})
+    urllib.request.urlopen(request, timeout=10, context=ssl.create_default_context(cafile=server.ca_file))
+    pod = server.pod("default", "p")
+    assert pod["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+    assert pod["metadata"]["labels"] == {"app": "x"}, "the status subresource changes only the status"

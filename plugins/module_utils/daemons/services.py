@@ -168,11 +168,13 @@ class Services:
         for key in set(k for k in (before, after) if k):
             self.queue.add(key)
 
-    def pod_changed(self, namespace):
-        """A pod of ``namespace`` changed (labels, readiness, ports): its
-        Services' endpoints may have."""
+    def pod_changed(self, namespace, labels):
+        """A pod of ``namespace`` changed (readiness, ports, or labels, from
+        any of ``labels`` to another): the Services that select it, before
+        or after, may have other endpoints now."""
         with self.lock:
-            keys = [k for k, (_o, s) in self.services.items() if s.namespace == namespace and s.selector]
+            keys = [k for k, (_o, s) in self.services.items() if s.namespace == namespace
+                    and any(s.selects(found) for found in labels)]
         for key in keys:
             self.queue.add(key)
 

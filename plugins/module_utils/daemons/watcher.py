@@ -185,6 +185,8 @@ class Watcher:
         """Take the newest word on a pod into the cache, and queue its key."""
         key, uid = pod_key(pod), pod.metadata.uid
         with self.lock:
+            before = self.cache.get(key)
+            labels = [pod.metadata.labels] + ([before.metadata.labels] if before is not None else [])
             if deleted:
                 self.tombstones[uid] = time.monotonic()
                 current = self.cache.get(key)
@@ -195,7 +197,7 @@ class Watcher:
             else:
                 self.cache[key] = pod
         self.queue.add(key)
-        self.services.pod_changed(pod.metadata.namespace)
+        self.services.pod_changed(pod.metadata.namespace, labels)
 
     def _nb_changed(self, event, row):
         """In the IDL's thread: wake the keys that wait on the NB. A pod
@@ -331,7 +333,11 @@ class Watcher:
         reported again should they recur (a warning stays said)."""
         self.pending.pop(key, None)
         self.exhausted.discard(key)
-        self.services.pod_changed(key.split("/", 1)[0])
+        with self.lock:
+            pod = self.cache.get(key)
+        # its addresses are known (or gone): the Services that select it
+        if pod is not None:
+            self.services.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
         said = self.reported.get(key)
         if said:
             self.reported[key] = dict((r, v) for r, v in said.items() if r == IGNORED)
