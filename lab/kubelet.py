@@ -1,10 +1,14 @@
 """The kubelet's part of running a pod in the lab, on one worker.
 
-    kubelet.py run NAME ANNOTATION_JSON    create the pod on the API (as
+    kubelet.py run NAME ANNOTATION_JSON [LABELS_JSON]
+                                           create the pod on the API (as
                                            kubectl would), make its network
-                                           namespace, call the CNI plugin ADD
+                                           namespace, call the CNI plugin ADD,
+                                           report the pod Ready (status)
     kubelet.py delete NAME                 CNI DEL, remove the namespace and
                                            the pod
+    kubelet.py service SERVICE_JSON        create a Service (as kubectl
+                                           would); one that exists is kept
 
 The API is the lab's stand-in on the master, over HTTPS with the lab's CA,
 as the lab's admin (lab.py puts the CA and the admin's token in
@@ -29,12 +33,12 @@ CNI_BIN = "/opt/cni/bin"
 STATE = "/run/ovn4nfv-lab"
 
 
-def api(method, path, body=None):
+def api(method, path, body=None, content_type="application/json"):
     data = json.dumps(body).encode() if body is not None else None
     with open(os.path.join(CREDENTIALS, "admin.token")) as handle:
         token = handle.read().strip()
     request = urllib.request.Request(API + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
+                                     headers={"Content-Type": content_type, "Authorization": "Bearer " + token})
     context = ssl.create_default_context(cafile=os.path.join(CREDENTIALS, "ca.crt"))
     with urllib.request.urlopen(request, timeout=10, context=context) as response:
         return json.loads(response.read() or b"null")
@@ -57,8 +61,9 @@ def cni(command, name, container_id):
     return json.loads(proc.stdout) if proc.stdout.strip() else None
 
 
-def run(name, annotation):
-    """Run the pod; a pod this node already runs is left as it is."""
+def run(name, annotation, labels=None):
+    """Run the pod; a pod this node already runs is left as it is. Once its
+    interfaces are made it is Ready, as the kubelet reports it."""
     from pyroute2 import netns
     os.makedirs(STATE, exist_ok=True)
     done = os.path.join(STATE, name + ".json")
@@ -67,7 +72,7 @@ def run(name, annotation):
             return json.load(handle)
     try:
         api("POST", "/api/v1/namespaces/%s/pods" % NAMESPACE, {
-            "metadata": {"name": name, "annotations": {"ovnNetwork": annotation}},
+            "metadata": {"name": name, "annotations": {"ovnNetwork": annotation}, "labels": labels or {}},
             "spec": {"nodeName": socket.gethostname()}})
     except urllib.error.HTTPError as exc:
         if exc.code != 409:
@@ -79,6 +84,9 @@ def run(name, annotation):
     with open(os.path.join(STATE, name), "w") as handle:
         handle.write(container_id)
     result = cni("ADD", name, container_id)
+    api("PATCH", "/api/v1/namespaces/%s/pods/%s/status" % (NAMESPACE, name), {"status": {
+        "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+        content_type="application/merge-patch+json")
     summary = {"pod": name, "node": socket.gethostname(),
                "ips": [ip["address"] for ip in (result or {}).get("ips", [])]}
     with open(done, "w") as handle:
@@ -105,11 +113,24 @@ def delete(name):
     return {"pod": name, "deleted": True}
 
 
+def service(spec):
+    """Create the Service ``spec`` (a Service object) unless it exists."""
+    try:
+        made = api("POST", "/api/v1/namespaces/%s/services" % NAMESPACE, spec)
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:
+            raise
+        return {"service": spec["metadata"]["name"], "created": False}
+    return {"service": made["metadata"]["name"], "created": True, "clusterIP": made["spec"]["clusterIP"]}
+
+
 def main(argv):
     if argv[1] == "run":
-        result = run(argv[2], argv[3])
+        result = run(argv[2], argv[3], json.loads(argv[4]) if len(argv) > 4 else None)
     elif argv[1] == "delete":
         result = delete(argv[2])
+    elif argv[1] == "service":
+        result = service(json.loads(argv[2]))
     else:
         raise SystemExit(__doc__)
     print(json.dumps(result))

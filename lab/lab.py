@@ -306,9 +306,41 @@ def down(lab=LAB):
 
 
 # -- the cluster ------------------------------------------------------------
-PODS = [("worker1", "pod-w1a"), ("worker1", "pod-w1b"), ("worker2", "pod-w2a"), ("worker2", "pod-w2b")]
-POD_NETWORKS = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"},
-                           {"name": "ovn-net2", "interface": "net1"}])
+BOTH = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"},
+                   {"name": "ovn-net2", "interface": "net1"}])
+NET1 = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"}])
+NET2 = json.dumps([{"name": "ovn-net2", "interface": "eth0", "defaultGateway": "true"}])
+WEB = {"app": "web"}
+# (node, pod, its networks, its labels): pods on both networks; the web
+# Service's backends (on ovn-net1 only: a backend that also sat on the
+# client's network would answer it straight, around the balancer); and a
+# client on ovn-net2 only, for the Service's VIP.
+PODS = [("worker1", "pod-w1a", BOTH, {}), ("worker1", "pod-w1b", BOTH, {}),
+        ("worker2", "pod-w2a", BOTH, {}), ("worker2", "pod-w2b", BOTH, {}),
+        ("worker1", "web-w1", NET1, WEB), ("worker2", "web-w2", NET1, WEB),
+        ("worker1", "cli-w1", NET2, {})]
+VERIFY_PORT = 7777          # verify.yml's probes answer here
+# The seeds' ExternalIP case: my-service on 192.168.50.120:80.
+SERVICE = {"metadata": {"name": "web", "annotations": {
+               "k8s.plugin.opnfv.org/service-network": "ovn-net1",
+               "k8s.plugin.opnfv.org/service-vip": "10.96.100.10"}},
+           "spec": {"selector": WEB, "externalIPs": ["192.168.50.120"],
+                    "ports": [{"name": "http", "port": 80, "targetPort": VERIFY_PORT}]}}
+
+
+def verify_services(deleted=()):
+    """verify.yml's ``verify_services``: what to reach of the lab's
+    Service, from where, and which backends must answer."""
+    meta, spec = SERVICE["metadata"], SERVICE["spec"]
+    backends = [pod for _node, pod, _n, labels in PODS if labels == WEB]
+    return [{"name": meta["name"], "vip": meta["annotations"]["k8s.plugin.opnfv.org/service-vip"],
+             "external_ips": spec["externalIPs"], "port": spec["ports"][0]["port"],
+             "backends": [b for b in backends if b not in deleted], "deleted": list(deleted),
+             "clients": ["cli-w1"]}]
+
+
+def verify_vars(deleted=()):
+    return "-e", json.dumps({"verify_services": verify_services(deleted)})
 INVENTORIES = [os.path.join(ROOT, "playbooks", "inventory", "example.yml"),
                os.path.join(HERE, "inventory.lab.yml")]
 
@@ -443,19 +475,24 @@ def run_pods(nodes=None):
     """Pods on each worker (or on ``nodes``), the way kubelet would make
     them; a pod the API has already is given its interfaces again."""
     made = []
-    for node, pod in PODS:
+    for node, pod, networks, labels in PODS:
         if nodes is not None and node not in nodes:
             continue
-        name = container(node)
-        podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
-        result = exec_in(name, "python3", "/usr/local/bin/lab-kubelet", "run", pod, POD_NETWORKS,
-                         check=False)
-        if result.returncode:
-            print(underlay_state(), flush=True)
-            raise SystemExit("lab: pod %s on %s failed (exit %d): %s" % (
-                pod, node, result.returncode, result.stderr.strip()[-3000:]))
-        made.append(json.loads(result.stdout))
+        made.append(kubelet(node, "run", pod, networks, json.dumps(labels)))
+    kubelet("worker1", "service", json.dumps(SERVICE))
     return made
+
+
+def kubelet(node, *argv):
+    """lab/kubelet.py on ``node``; its JSON answer."""
+    name = container(node)
+    podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
+    result = exec_in(name, "python3", "/usr/local/bin/lab-kubelet", *argv, check=False)
+    if result.returncode:
+        print(underlay_state(), flush=True)
+        raise SystemExit("lab: kubelet %s on %s failed (exit %d): %s" % (
+            " ".join(argv[:2]), node, result.returncode, result.stderr.strip()[-3000:]))
+    return json.loads(result.stdout)
 
 
 UNDERLAY_COMMANDS = [["ip", "-br", "addr"], ["ip", "route"], ["ip", "neigh"],
@@ -481,13 +518,29 @@ def topology_text():
     return nb + sb
 
 
-def matrix(proc):
+def matrix(proc, kind="link"):
+    """verify.yml's rows of ``kind``: ``link`` (the connectivity matrix)
+    or ``service`` (rows that read ``OK   service ...``)."""
     lines = []
     for line in proc.stdout.splitlines():
         match = re.search(r'"((?:OK|FAIL) .*)",?$', line.strip())
-        if match:
+        if match and (match.group(1).split()[1] == "service") == (kind == "service"):
             lines.append(match.group(1))
     return lines
+
+
+def services_check():
+    """A backend deleted stops receiving traffic: delete web-w2 as kubelet
+    and kubectl would, run verify.yml with it named as deleted, then run it
+    again. Returns verify.yml's service rows of that run."""
+    backend = [pod for node, pod, _n, labels in PODS if labels == WEB][-1]
+    node = [n for n, pod, _x, _l in PODS if pod == backend][0]
+    kubelet(node, "delete", backend)
+    try:
+        _s, _r, proc = playbook("verify.yml", *verify_vars([backend]), check=False)
+    finally:
+        run_pods([node])
+    return [row for row in matrix(proc, "service") if " deleted " in row]
 
 
 def run_all():
@@ -508,10 +561,12 @@ def run_all():
     phase("site", playbook, "site.yml")
     phase("networks", playbook, "networks.yml")
     pods = phase("pods", run_pods)
-    _s, _r, verify = phase("verify", playbook, "verify.yml", check=False)
+    _s, _r, verify = phase("verify", playbook, "verify.yml", *verify_vars(), check=False)
+    services = matrix(verify, "service") + phase("services", services_check)
     rerun_s, recap, _p = phase("rerun", playbook, "site.yml")
     rows = matrix(verify)
     print("\n".join(["", "== connectivity matrix"] + rows))
+    print("\n".join(["", "== services"] + services))
     print("\n== topology\n" + topology_text())
     print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
     print("== pods: " + ", ".join("%s@%s %s" % (p["pod"], p["node"], " ".join(p["ips"])) for p in pods))
@@ -523,33 +578,39 @@ def run_all():
     if verify.returncode:
         print("verify.yml failed; see %s" % os.path.join(STATE, "verify.yml.log"))
     print("== debian: " + " ".join("%s=%s" % (LAB.nodes[n][0], r) for n, r in sorted(releases.items())))
-    print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s debian=%s" % (
-        len(pods), ok, len(rows), deploy, rerun_s, changed, ",".join(init), debian_default()))
-    return 0 if verify.returncode == 0 and ok == len(rows) and rows and changed == 0 and init == ["systemd"] else 1
+    services_ok = sum(1 for r in services if r.startswith("OK"))
+    print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s debian=%s "
+          "services_ok=%d/%d" % (len(pods), ok, len(rows), deploy, rerun_s, changed, ",".join(init),
+                                 debian_default(), services_ok, len(services)))
+    return 0 if verify.returncode == 0 and ok == len(rows) and rows and changed == 0 and init == ["systemd"] \
+        and services and services_ok == len(services) else 1
 
 
 def reboot(node, tries=5):
     """Restart ``node``'s container (systemd shuts down and boots again; no
     Ansible runs), re-create its pods as kubelet would, and run verify.yml
-    until every link is OK (at most ``tries`` times). Prints
-    ``reboot: node=<name> back_s=<x> links_ok=<k>/<m>``, back_s from the
-    restart to every link OK."""
+    until every link and the Service are OK (at most ``tries`` times). Prints
+    ``reboot: node=<name> back_s=<x> links_ok=<k>/<m> services_ok=<s>/<t>``,
+    back_s from the restart to everything OK."""
     name = container(node)
     started = time.monotonic()
     podman("restart", "--time", "30", name, capture=True)
     wait_booted(name)
     run_pods([node])
     for attempt in range(tries):
-        _seconds, _recap, verify = playbook("verify.yml", check=False)
-        rows = matrix(verify)
+        _seconds, _recap, verify = playbook("verify.yml", *verify_vars(), check=False)
+        rows, services = matrix(verify), matrix(verify, "service")
         ok = sum(1 for row in rows if row.startswith("OK"))
-        if rows and ok == len(rows) and verify.returncode == 0:
+        services_ok = sum(1 for row in services if row.startswith("OK"))
+        if rows and ok == len(rows) and services_ok == len(services) and verify.returncode == 0:
             break
-        log("reboot: verify %d of %d: %d/%d links OK" % (attempt + 1, tries, ok, len(rows)))
+        log("reboot: verify %d of %d: %d/%d links, %d/%d service checks OK" % (
+            attempt + 1, tries, ok, len(rows), services_ok, len(services)))
     back = time.monotonic() - started
-    print("\n".join(rows))
-    print("reboot: node=%s back_s=%.0f links_ok=%d/%d" % (node, back, ok, len(rows)))
-    return 0 if rows and ok == len(rows) else 1
+    print("\n".join(rows + services))
+    print("reboot: node=%s back_s=%.0f links_ok=%d/%d services_ok=%d/%d" % (
+        node, back, ok, len(rows), services_ok, len(services)))
+    return 0 if rows and ok == len(rows) and services_ok == len(services) else 1
 
 
 def main(argv=None):
@@ -567,9 +628,10 @@ def main(argv=None):
         os.environ["OVN4NFV_DEBIAN"] = args.debian
     lab = SETS[args.set]
     if args.command in ("site", "networks", "verify", "reset"):
-        seconds, recap, proc = playbook(args.command + ".yml", check=False)
+        extra = verify_vars() if args.command == "verify" else ()
+        seconds, recap, proc = playbook(args.command + ".yml", *extra, check=False)
         if args.command == "verify":
-            print("\n".join(matrix(proc)))
+            print("\n".join(matrix(proc) + matrix(proc, "service")))
         for line in proc.stdout.splitlines():
             if line.startswith("[ERROR]: Task failed: Action failed: "):
                 print(line[len("[ERROR]: Task failed: Action failed: "):].strip())

@@ -4,17 +4,20 @@ their peers. Standard library only, plus pyroute2 to enter namespaces.
     probe.py pods NETWORKS_JSON           list the pod namespaces and their
                                           addresses on the given networks
     probe.py serve PORT [--netns NS]...   answer TCP on PORT (in each NS, or
-                                          here) with "seen <client address>",
-                                          in the background, for at most
-                                          --seconds
+                                          here) with "seen <client address>
+                                          <NS>", in the background, for at
+                                          most --seconds
     probe.py stop                         stop the servers started here
     probe.py check LINKS_JSON             ping and TCP for each link
-                                          {src_netns, dst, port}
+                                          {src_netns, dst, port}; a link with
+                                          a count is a Service's: that many
+                                          connections, and who answered each
     probe.py fdb BRIDGE                   whether BRIDGE has learned its own
                                           MAC on a port other than LOCAL
 
 Every wait is bounded: a link gets up to 3 pings (-c 1 -W 2) and 3 TCP
-connects (3 s each); the links of one run are probed at once.
+connects (3 s each), a Service's link its count of connects (3 s each);
+the links of one run are probed at once.
 """
 
 import ipaddress
@@ -108,7 +111,8 @@ def receive(read_end, seconds):
 
 def answer_tcp(report, port, netns, seconds):
     """One server: listen on ``port`` (in ``netns``), report, then answer
-    each client with "seen <its address>" until ``seconds`` pass."""
+    each client with "seen <its address> <this namespace>" until ``seconds``
+    pass: a client through a load balancer learns which backend answered."""
     os.setsid()
     if netns:
         enter(netns)
@@ -125,7 +129,7 @@ def answer_tcp(report, port, netns, seconds):
         except socket.timeout:
             break
         with conn:
-            conn.sendall(("seen %s\n" % peer[0]).encode())
+            conn.sendall(("seen %s %s\n" % (peer[0], netns or "host")).encode())
 
 
 def serve(port, netns_list, seconds):
@@ -194,7 +198,7 @@ def probe_link(link):
             with socket.create_connection((link["dst"], link["port"]), timeout=3) as conn:
                 conn.settimeout(3)
                 data = conn.recv(100).decode().split()
-            if len(data) == 2 and data[0] == "seen":
+            if len(data) in (2, 3) and data[0] == "seen":
                 result.update(tcp=True, seen=data[1], error=None)
                 break
             result["error"] = "answered %r" % " ".join(data)
@@ -205,11 +209,32 @@ def probe_link(link):
     return result
 
 
+def reach(link):
+    """``link["count"]`` TCP connections, one after another, to
+    ``link["dst"]``:``link["port"]`` (a Service's address), each bounded by
+    3 s: how many were answered, and by which backends."""
+    result = {"answered": 0, "from": [], "error": None}
+    for _attempt in range(link["count"]):
+        try:
+            with socket.create_connection((link["dst"], link["port"]), timeout=3) as conn:
+                conn.settimeout(3)
+                data = conn.recv(100).decode().split()
+            if len(data) == 3 and data[0] == "seen":
+                result["answered"] += 1
+                result["from"].append(data[2])
+            else:
+                result["error"] = "answered %r" % " ".join(data)
+        except OSError as exc:
+            result["error"] = str(exc)
+    return result
+
+
 def probe_in(report, link):
-    """``probe_link`` from inside the link's ``src_netns``, reported as JSON."""
+    """``probe_link`` (or ``reach``, for a link with a ``count``) from
+    inside the link's ``src_netns``, reported as JSON."""
     if link.get("src_netns"):
         enter(link["src_netns"])
-    report(json.dumps(probe_link(link)))
+    report(json.dumps(reach(link) if "count" in link else probe_link(link)))
 
 
 def check(links):
@@ -218,7 +243,7 @@ def check(links):
     children = [(link, spawn(probe_in, link)) for link in links]
     out = []
     for link, (pid, read_end) in children:
-        text = receive(read_end, 60)
+        text = receive(read_end, 60 + 3 * link.get("count", 0))
         if text is None:            # every wait in a probe is bounded; this should not happen
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
