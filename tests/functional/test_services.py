@@ -8,6 +8,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import service
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES, read_gateways
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
@@ -197,3 +198,33 @@ def test_one_gateway_answers_for_an_external_ip_and_another_takes_over(k8s):
     wait_nb(k8s, lambda idl: attached_router(idl, name) == other)
     k8s.api.delete_service("default", "shop")
     wait_nb(k8s, lambda idl: vips_of(name)(idl) is None)
+
+
+def test_a_service_deleted_while_the_watcher_was_down_loses_its_balancers(k8s):
+    k8s.api.create_service("default", "gone", {"ports": [{"port": 80}]}, NET)
+    k8s.api.create_service("default", "kept", {"ports": [{"port": 80}]}, NET)
+    wait_nb(k8s, lambda idl: vips_of("svc_default_gone_tcp")(idl) is not None
+            and vips_of("svc_default_kept_tcp")(idl) is not None)
+    assert k8s.terminate() == 0
+    k8s.api.delete_service("default", "gone")
+    k8s.start()
+    wait_nb(k8s, lambda idl: vips_of("svc_default_gone_tcp")(idl) is None)
+    assert "svc_default_kept_tcp" in balancers(k8s), "the list at start keeps what is still there"
+    k8s.api.delete_service("default", "kept")
+    wait_nb(k8s, lambda idl: vips_of("svc_default_kept_tcp")(idl) is None)
+
+
+def test_ports_out_of_range_are_refused_by_the_core_too(k8s):
+    """The API server refuses them, but the core does not rely on it."""
+    service = svc.Service("default", "raw", "uid-raw", NET, cluster_ip="10.96.50.1",
+                          ports=[svc.Port("a", "TCP", 70000, 80)])
+    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES) as db:
+        for ports, words in (([svc.Port("a", "TCP", 70000, 80)], "spec.ports[0].port"),
+                             ([svc.Port("a", "TCP", 80, 0x10000)], "spec.ports[0].targetPort"),
+                             ([svc.Port("a", "ICMP", 80, 80)], "spec.ports[0].protocol"),
+                             ([], "spec.ports is empty")):
+            service.ports = ports
+            with pytest.raises(ValidationError) as err:
+                execute(db, lambda view: svc.plan_service(view, service, [], None), write=True)
+            assert words in str(err.value)
+    assert not [n for n in balancers(k8s) if "raw" in n]
