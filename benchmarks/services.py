@@ -70,9 +70,9 @@ def main():
             address[name] = entries[0]["ip_address"].split("/")[0] + ":8080"
             env.api.set_ready("bench", name)
         for s in range(SERVICES):
-            env.api.create_service("bench", "s%d" % s, {"selector": {"svc": "s%d" % s},
-                                                       "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
-                                   {svc.NETWORK_ANNOTATION: "svcnet"})
+            spec = {"selector": {"svc": "s%d" % s},
+                    "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}
+            env.api.create_service("bench", "s%d" % s, spec, {svc.NETWORK_ANNOTATION: "svcnet"})
         with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES) as db:
             full = db.wait_for(lambda idl: sum(len(backends(idl, "svc_bench_s%d_tcp" % s) or ())
                                                for s in range(SERVICES)) == len(pods), 600)

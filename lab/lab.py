@@ -321,11 +321,11 @@ PODS = [("worker1", "pod-w1a", BOTH, {}), ("worker1", "pod-w1b", BOTH, {}),
         ("worker1", "cli-w1", NET2, {})]
 VERIFY_PORT = 7777          # verify.yml's probes answer here
 # The seeds' ExternalIP case: my-service on 192.168.50.120:80.
-SERVICE = {"metadata": {"name": "web", "annotations": {
-               "k8s.plugin.opnfv.org/service-network": "ovn-net1",
-               "k8s.plugin.opnfv.org/service-vip": "10.96.100.10"}},
-           "spec": {"selector": WEB, "externalIPs": ["192.168.50.120"],
-                    "ports": [{"name": "http", "port": 80, "targetPort": VERIFY_PORT}]}}
+SERVICE = {
+    "metadata": {"name": "web", "annotations": {"k8s.plugin.opnfv.org/service-network": "ovn-net1",
+                                                "k8s.plugin.opnfv.org/service-vip": "10.96.100.10"}},
+    "spec": {"selector": WEB, "externalIPs": ["192.168.50.120"],
+             "ports": [{"name": "http", "port": 80, "targetPort": VERIFY_PORT}]}}
 
 
 def verify_services(deleted=()):
@@ -341,6 +341,8 @@ def verify_services(deleted=()):
 
 def verify_vars(deleted=()):
     return "-e", json.dumps({"verify_services": verify_services(deleted)})
+
+
 INVENTORIES = [os.path.join(ROOT, "playbooks", "inventory", "example.yml"),
                os.path.join(HERE, "inventory.lab.yml")]
 

@@ -475,9 +475,8 @@ class KubeAPIStandIn:
                   "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
                                "labels": {SERVICE_NAME_LABEL: service}, "creationTimestamp": _now()},
                   "addressType": "IPv4",
-                  "endpoints": [{"addresses": [a], "conditions": {"ready": ready, "serving": ready,
-                                                                   "terminating": False}}
-                                for a in addresses],
+                  "endpoints": [{"addresses": [a], "conditions": {
+                      "ready": ready, "serving": ready, "terminating": False}} for a in addresses],
                   "ports": [dict({"protocol": "TCP"}, **p) for p in ports]}
         with self.lock:
             self.slices[(namespace, name)] = slice_

@@ -292,4 +292,3 @@ def plan_items(view, key, items):
 def plan_remove(view, key):
     """The plan that removes every balancer of the Service ``key``."""
     return plan_items(view, key, [])
-
