@@ -46,13 +46,13 @@ def test_a_second_serve_replaces_the_first(probe):
     port = free_port()
     run("serve", str(port), "--seconds", "600")
     first = [int(line) for line in pids.read_text().split()]
-    assert answer(port) == "seen 127.0.0.1\n"
+    assert answer(port) == "seen 127.0.0.1 host\n"
 
     run("serve", str(port), "--seconds", "600")
     second = [int(line) for line in pids.read_text().split()]
     assert set(first).isdisjoint(second) and len(second) == 1
     assert not any(probe_module.running(pid) for pid in first)
-    assert answer(port) == "seen 127.0.0.1\n"
+    assert answer(port) == "seen 127.0.0.1 host\n"
 
     assert '"stopped": 1, "running": 0' in run("stop").stdout
     with pytest.raises(ConnectionRefusedError):
