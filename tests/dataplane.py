@@ -82,23 +82,25 @@ class Node:
                      "--wait=hv", "sync", timeout=timeout + 5)
 
     def attach(self, name, bridge, mac, cidr, gateway=None, iface_id=None, routes=(), cidr6=None,
-               gateway6=None):
-        """A namespace ``o4n-<tag>-<name>`` with ``eth0`` (MAC, address,
-        default route), whose peer ``<name>-h`` is a port of ``bridge``.
-        Returns the namespace's name."""
-        netns = "o4n-%s-%s" % (self.tag, name)
-        self._add_ns(netns)
+               gateway6=None, ifname="eth0", into=None):
+        """A namespace ``o4n-<tag>-<name>`` (or the namespace ``into``, for
+        a second interface) with ``ifname`` (MAC, address, default route),
+        whose peer ``<name>-h`` is a port of ``bridge``. Returns the
+        namespace's name."""
+        netns = into or "o4n-%s-%s" % (self.tag, name)
+        if into is None:
+            self._add_ns(netns)
         host = "%s-h" % name
-        self.run_in_node("ip", "link", "add", host, "type", "veth", "peer", "name", "eth0",
+        self.run_in_node("ip", "link", "add", host, "type", "veth", "peer", "name", ifname,
                          "netns", netns)
         self.run_in_node("ip", "link", "set", host, "up")
-        ip("ip", "link", "set", "eth0", "address", mac, netns=netns)
-        ip("ip", "addr", "add", cidr, "dev", "eth0", netns=netns)
+        ip("ip", "link", "set", ifname, "address", mac, netns=netns)
+        ip("ip", "addr", "add", cidr, "dev", ifname, netns=netns)
         if cidr6:
-            ip("ip", "-6", "addr", "add", cidr6, "dev", "eth0", "nodad", netns=netns)
-        ip("ip", "link", "set", "eth0", "up", netns=netns)
+            ip("ip", "-6", "addr", "add", cidr6, "dev", ifname, "nodad", netns=netns)
+        ip("ip", "link", "set", ifname, "up", netns=netns)
         # The userspace datapath drops partial checksums read from a veth.
-        ip("ethtool", "-K", "eth0", "tx", "off", netns=netns)
+        ip("ethtool", "-K", ifname, "tx", "off", netns=netns)
         if gateway:
             ip("ip", "route", "add", "default", "via", gateway, netns=netns)
         if gateway6:

@@ -13,9 +13,10 @@ import pytest
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import chains
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services as svc
 
-from dataplane import Node, ping, tcp_exchange
+from dataplane import Node, ip, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
@@ -150,6 +151,102 @@ def test_service_vip_and_external_ip_reach_the_backend(cluster_node):
     for table in ("Logical_Switch", "Logical_Router"):
         assert all(not r["load_balancer"] for r in cluster_node.box.rows("nb", table)), \
             "a switch or router still holds a balancer"
+
+
+FUNCTION = {"left": ("fn-left", "0a:00:00:00:01:14", "172.16.1.20"),
+            "right": ("fn-right", "0a:00:00:00:02:14", "172.16.2.20")}
+CHAIN = {"name": "fw", "source_network": "net1", "destination_network": "net2",
+         "functions": [{"selector": {"app": "fw"}, "left": {"interface": "eth0", "network": "net1"},
+                        "right": {"interface": "eth1", "network": "net2"}}]}
+
+
+def chain_nb(node, compute):
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + chains.TABLES) as db:
+        return execute(db, compute, write=True)
+
+
+def reply_ttl(netns, address):
+    """The TTL of one echo reply, or None when there is none."""
+    out = ip("ping", "-n", "-c", "1", "-W", "2", address, netns=netns, check=False).stdout
+    found = [w for w in out.split() if w.startswith("ttl=")]
+    return int(found[0][4:]) if found else None
+
+
+def rx_packets(netns, ifname):
+    return int(ip("cat", "/sys/class/net/%s/statistics/rx_packets" % ifname, netns=netns).stdout)
+
+
+@pytest.fixture(scope="module")
+def function_ns(cluster_node):
+    """A forwarding network function: eth0 on net1, eth1 on net2, IP
+    forwarding on; its ports with full port security, as a pod's have."""
+    with ovsdb.Database(cluster_node.box.nb_db, ovsdb.NB_SCHEMA, LogicalSwitchPort.tables) as db:
+        reconcile(LogicalSwitchPort(), [
+            {"name": FUNCTION[side][0], "switch": net, "addresses": ["%s %s" % FUNCTION[side][1:]],
+             "port_security": ["%s %s" % FUNCTION[side][1:]]}
+            for side, net in (("left", "net1"), ("right", "net2"))], "merged", db)
+    name, mac, addr = FUNCTION["left"]
+    netns = cluster_node.attach(name, "br-int", mac, addr + "/24", iface_id=name)
+    name, mac, addr = FUNCTION["right"]
+    cluster_node.attach(name, "br-int", mac, addr + "/24", iface_id=name, ifname="eth1", into=netns)
+    ip("sysctl", "-qw", "net.ipv4.ip_forward=1", netns=netns)
+    cluster_node.wait_hv()
+    return netns
+
+
+def test_a_chain_sends_traffic_through_its_function_and_fails_closed(cluster_node, function_ns):
+    """net1 -> net2 through a forwarding function: without a ready function
+    the chain drops (closed) or lets traffic go straight (open); with one,
+    every packet crosses it (its counters, one more TTL hop), both ways,
+    its ports relaxed to MAC-only port security so it may forward; deleted,
+    nothing of the chain is left and the ports are secured again."""
+    assert reply_ttl(cluster_node.pod_a, "172.16.2.10") == 63, "one router hop before the chain"
+    ports = dict((FUNCTION[s][0], FUNCTION[s][0]) for s in FUNCTION)
+    present = [True]
+
+    def resolve(namespace, selector, interface):
+        if not present[0] or selector != {"app": "fw"}:
+            return []
+        rows = chains_rows(cluster_node)
+        return [("fw-pod", rows[ports["fn-left" if interface == "eth0" else "fn-right"]])]
+
+    plan = chain_nb(cluster_node, lambda v: chains.plan_chains(v, [("config[0]", CHAIN)], "merged"))
+    assert [c.action for c in plan.changes] == ["create"]
+    chain_nb(cluster_node, lambda v: chains.plan_hops(v, "fw", resolve)[0])
+    cluster_node.wait_hv()
+    policies = cluster_node.box.rows("nb", "Logical_Router_Policy")
+    assert sorted((p["action"], p["nexthops"]) for p in policies) == [
+        ("reroute", "172.16.1.20"), ("reroute", "172.16.2.20")]
+    lsp = dict((p["name"], p) for p in cluster_node.box.rows("nb", "Logical_Switch_Port"))
+    assert lsp["fn-left"]["port_security"] == "0a:00:00:00:01:14", "MAC only: it forwards others' packets"
+    before = rx_packets(function_ns, "eth0"), rx_packets(function_ns, "eth1")
+    assert ping(cluster_node.pod_a, "172.16.2.10", count=5, wait=2)
+    after = rx_packets(function_ns, "eth0"), rx_packets(function_ns, "eth1")
+    assert after[0] - before[0] >= 5 and after[1] - before[1] >= 5, "requests and replies crossed it"
+    assert reply_ttl(cluster_node.pod_a, "172.16.2.10") == 62, "one more hop: the function's"
+
+    present[0] = False
+    chain_nb(cluster_node, lambda v: chains.plan_hops(v, "fw", resolve)[0])
+    cluster_node.wait_hv()
+    assert not ping(cluster_node.pod_a, "172.16.2.10", count=2, wait=1), "no function: closed"
+    assert cluster_node.box.rows("nb", "Logical_Switch_Port") and all(
+        "ovn4nfv-chains" not in p["external_ids"] for p in cluster_node.box.rows("nb", "Logical_Switch_Port"))
+
+    chain_nb(cluster_node, lambda v: chains.plan_chains(v, [("config[0]", dict(CHAIN, fail_open=True))],
+                                                        "merged"))
+    chain_nb(cluster_node, lambda v: chains.plan_hops(v, "fw", resolve)[0])
+    cluster_node.wait_hv()
+    assert reply_ttl(cluster_node.pod_a, "172.16.2.10") == 63, "no function, open: straight through"
+
+    chain_nb(cluster_node, lambda v: chains.plan_chains(v, [("config[0]", {"name": "fw"})], "deleted"))
+    assert cluster_node.box.rows("nb", "Logical_Router_Policy") == []
+    lsp = dict((p["name"], p) for p in cluster_node.box.rows("nb", "Logical_Switch_Port"))
+    assert lsp["fn-left"]["port_security"] == "0a:00:00:00:01:14 172.16.1.20 fe80::800:ff:fe00:114"
+
+
+def chains_rows(node):
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, LogicalSwitchPort.tables) as db:
+        return db.read(lambda idl: dict((r.name, r) for r in idl.tables["Logical_Switch_Port"].rows.values()))
 
 
 def test_a_deleted_network_carries_no_traffic(cluster_node):

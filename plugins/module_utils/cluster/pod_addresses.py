@@ -23,6 +23,8 @@ K_NAMESPACE = "ovn4nfv-pod-namespace"
 K_POD = "ovn4nfv-pod-name"
 K_UID = "ovn4nfv-pod-uid"
 K_INTERFACE = "ovn4nfv-interface"
+# the chains a pod port is a network function's interface in (comma-separated)
+K_CHAIN_FUNCTION = "ovn4nfv-chains"
 ROLE_POD = "pod-port"
 
 
@@ -179,14 +181,20 @@ def pool_usage(view, network, switch):
     return "%s holds %d addresses, %d held" % (network.subnet, pool_size(network), _held(view, switch))
 
 
-def port_security(row):
+def port_security(row, mac_only=None):
     """What a pod port may send as: its MAC with its IPs and the IPv6
     link-local address the kernel derives from that MAC; OVN drops any
-    other source MAC, source IP or ARP/ND claim. None while OVN has not
-    assigned the port an address yet."""
+    other source MAC, source IP or ARP/ND claim. A network function's
+    interface in a chain (marked ``ovn4nfv-chain-function``, or
+    ``mac_only``) forwards others' traffic: its MAC alone. None while OVN
+    has not assigned the port an address yet."""
     mac, ips = held_addresses(row)
     if not mac or not any(ip.version == 4 for ip in ips):
         return None
+    if mac_only is None:
+        mac_only = bool((getattr(row, "external_ids", None) or {}).get(K_CHAIN_FUNCTION))
+    if mac_only:
+        return [mac]
     return ["%s %s %s" % (mac, " ".join(str(ip) for ip in ips), addressing.link_local(mac))]
 
 

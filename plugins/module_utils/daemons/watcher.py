@@ -38,14 +38,14 @@ import logging
 import threading
 import time
 
-from ..cluster import annotations, pod_addresses, pod_ports, services as svc
+from ..cluster import annotations, chains as chain_core, pod_addresses, pod_ports, services as svc
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
-from . import kube, multus, services, settings as daemon
+from . import chains, kube, multus, services, settings as daemon
 
 try:
     from kubernetes import client as k8s_client
@@ -138,12 +138,14 @@ class Watcher:
             "pods", self.resync, self.core.list_pod_for_all_namespaces, self.observe, self.stopping,
             config.resync_seconds, config.watch_seconds, config.max_backoff_seconds)
         self.services = services.Services(self, api_client)
+        self.chains = chains.Chains(self)
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
         self.stopping.set()
         self.queue.shutdown()
         self.services.stop()
+        self.chains.stop()
         self.pod_watch.stop()
 
     def connect_nb(self):
@@ -151,7 +153,7 @@ class Watcher:
         tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
         while not self.stopping.is_set():
             try:
-                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES,
+                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES + chain_core.TABLES,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)
                 self.multus = multus.Attachments(self.custom, self.nb, self.addresses)
@@ -169,12 +171,13 @@ class Watcher:
                    for i in range(self.config.workers)]
         for worker in workers:
             worker.start()
-        workers += self.services.start()
+        workers += self.services.start() + self.chains.start()
         try:
             self.pod_watch.run()
         finally:
             self.queue.shutdown()
             self.services.stop()
+            self.chains.stop()
             for worker in workers:
                 worker.join(self.config.ovsdb_timeout * 2)
             self.nb.close()
@@ -198,11 +201,15 @@ class Watcher:
                 self.cache[key] = pod
         self.queue.add(key)
         self.services.pod_changed(pod.metadata.namespace, labels)
+        self.chains.pods_changed()
 
     def _nb_changed(self, event, row):
         """In the IDL's thread: wake the keys that wait on the NB. A pod
         port's dynamic address arrived; or a pod port went, so an address
         may have freed for the keys waiting on a full network."""
+        if row._table.name == "Logical_Router_Policy":
+            self.chains.nb_changed(event, row)
+            return
         if row._table.name == "Logical_Router" and event in ("create", "delete"):
             # a gateway came or went: who answers for external IPs may change
             self.services.requeue_all()
@@ -338,6 +345,7 @@ class Watcher:
         # its addresses are known (or gone): the Services that select it
         if pod is not None:
             self.services.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
+            self.chains.pods_changed()
         said = self.reported.get(key)
         if said:
             self.reported[key] = dict((r, v) for r, v in said.items() if r == IGNORED)
@@ -388,6 +396,7 @@ class Watcher:
         for key in sorted(keys | set(key_of(owner.namespace, owner.name) for owner in gone)):
             self.queue.add(key)
         self.services.requeue_all()
+        self.chains.pods_changed()
         LOG.info("resync: %d pods, %d with ports", len(live), len(owned))
         return pods.metadata.resource_version
 
