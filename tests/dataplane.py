@@ -113,6 +113,13 @@ class Node:
         self.box.run(*args)
         return netns
 
+    def purge_flows(self):
+        """Drop the datapath's cached flows, so that the next packets are
+        translated with the bridge's configuration as it is now (a mirror
+        just made applies to cached flows only when revalidated)."""
+        self.run_in_node("ovs-appctl", "-t", os.path.join(self.box.dir, "ovs-vswitchd.ctl"),
+                         "revalidator/purge", env=self.box.env)
+
     def log_errors(self):
         """Lines the daemons logged at ERR or EMER level: a test ends by
         checking there are none it did not expect."""

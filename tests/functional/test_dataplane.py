@@ -15,6 +15,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connectio
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import chains
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services as svc
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import taps
 
 from dataplane import Node, ip, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
@@ -242,6 +243,50 @@ def test_a_chain_sends_traffic_through_its_function_and_fails_closed(cluster_nod
     assert cluster_node.box.rows("nb", "Logical_Router_Policy") == []
     lsp = dict((p["name"], p) for p in cluster_node.box.rows("nb", "Logical_Switch_Port"))
     assert lsp["fn-left"]["port_security"] == "0a:00:00:00:01:14 172.16.1.20 fe80::800:ff:fe00:114"
+
+
+def tap_ovs(node, compute):
+    with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, taps.TABLES) as db:
+        return execute(db, compute, write=True)
+
+
+def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluster_node):
+    """Copies of pod-a's traffic reach the collector, counted there; pod-a
+    made again (a new veth, the same logical port) is tapped again by the
+    node agent's follow; deleted, the tap leaves no mirror and no record."""
+    with ovsdb.Database(cluster_node.box.nb_db, ovsdb.NB_SCHEMA, LogicalSwitchPort.tables) as db:
+        reconcile(LogicalSwitchPort(), [{"name": "col", "switch": "net2",
+                                         "addresses": ["0a:00:00:00:02:33 172.16.2.33"]}], "merged", db)
+    collector = cluster_node.attach("col", "br-int", "0a:00:00:00:02:33", "172.16.2.33/24", iface_id="col")
+    cluster_node.wait_hv()
+    tap = {"name": "a-tap", "source": {"port": "pod-a"}, "collector": {"port": "col"}, "direction": "both"}
+    plan = tap_ovs(cluster_node, lambda v: taps.plan_taps(v, [("config[0]", tap)], "merged"))
+    assert [c.action for c in plan.changes] == ["create"]
+    mirrors = cluster_node.box.rows("ovs", "Mirror")
+    assert [m["name"] for m in mirrors] == ["ovn4nfv-tap-a-tap"]
+
+    def copies(count):
+        cluster_node.purge_flows()
+        before = rx_packets(collector, "eth0")
+        assert ping(cluster_node.pod_a, "172.16.2.10", count=count, wait=2)
+        return rx_packets(collector, "eth0") - before
+
+    assert copies(5) >= 10, "each request and each reply is copied to the collector"
+    # pod-a made again, as a CNI ADD would: its old port goes, a new one comes
+    cluster_node.box.run("ovs-vsctl", "--db=" + cluster_node.box.ovs_db, "del-port", "br-int", "pa-h")
+    assert tap_ovs(cluster_node, lambda v: taps.plan_follow(v)).changed
+    assert cluster_node.box.rows("ovs", "Mirror") == [], "no source, no mirror"
+    cluster_node.box.run("ovs-vsctl", "--db=" + cluster_node.box.ovs_db, "add-port", "br-int", "pa-h", "--",
+                         "set", "interface", "pa-h", "external_ids:iface-id=pod-a")
+    assert tap_ovs(cluster_node, lambda v: taps.plan_follow(v)).changed
+    cluster_node.wait_hv()
+    assert copies(5) >= 10, "the tap follows the pod to its new port"
+
+    tap_ovs(cluster_node, lambda v: taps.plan_taps(v, [("config[0]", {"name": "a-tap"})], "deleted"))
+    assert cluster_node.box.rows("ovs", "Mirror") == []
+    root = cluster_node.box.rows("ovs", "Open_vSwitch")[0]
+    assert not [k for k in root["external_ids"] if k.startswith("ovn4nfv-tap")]
+    assert copies(3) == 0, "deleted: no more copies"
 
 
 def chains_rows(node):

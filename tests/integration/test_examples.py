@@ -22,9 +22,11 @@ CLUSTER = ["cluster_topology", "node_gateway", "virtual_network", "cluster_netwo
 # Their db follows their database option, so each task gets the sandbox's
 # NB or SB remote (the servers here do not act on Connection rows).
 LISTENERS = ["ovn_connection"]
+# Need pods on a node: their lifecycle in test_taps.py, their copies in test_dataplane.py.
+ON_A_NODE = ["traffic_tap"]
 # Moves host NICs: its examples run in test_uplink.py, in a namespace.
 IN_A_NAMESPACE = ["ovs_uplink"]
-ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE
+ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE
 
 
 def examples(module):

@@ -35,9 +35,10 @@ from .. import cni
 from ..cluster import annotations
 from ..cluster.pod_addresses import K_INTERFACE, K_UID, Pod
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..node import taps
 from ..node.netns import tx_offload_off
 from ..ovsdb import connection as ovsdb
-from ..ovsdb.execution import reconcile
+from ..ovsdb.execution import execute, reconcile
 from ..resources.ovs import OVS_TABLES, Port
 from . import settings as daemon
 from .ovs_attachment import INTERFACE_EXISTS, K_CONTAINER, OvsAttachment, vlan_ranges
@@ -109,7 +110,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         if api_client is None:
             api_client = daemon.kubernetes_api_client(config.kubeconfig)
         self.core = k8s_client.CoreV1Api(api_client)
-        self.ovs = ovsdb.Database(config.ovs_db, ovsdb.OVS_SCHEMA, OVS_TABLES + ("SSL",),
+        self.ovs = ovsdb.Database(config.ovs_db, ovsdb.OVS_SCHEMA, OVS_TABLES + ("SSL", "Mirror"),
                                   timeout=config.ovsdb_timeout, field="ovs_db")
         self.server = None
         self.node_name = config.node_name or socket.gethostname()
@@ -399,6 +400,18 @@ class NodeAgent(OvsAttachment, PodTruth):
             "ovn4nfv-pod": "%s/%s" % (namespace, name)}}
             for host, entry in hosts]
         reconcile(Port(), config, "merged", self.ovs)
+        self.follow_taps()
+
+    def follow_taps(self):
+        """Make the node's taps' mirrors from their declarations, with the
+        ports there are now: a pod made again is tapped again. A tap that
+        cannot be made is logged; it never fails a pod's ADD or DEL."""
+        try:
+            plan = execute(self.ovs, lambda view: taps.plan_follow(view, self.config.bridge), write=True)
+            if plan.changed:
+                LOG.info("taps: %s", "; ".join(plan.operations()))
+        except Ovn4nfvError as exc:
+            LOG.warning("taps: %s", exc)
 
     def _wait_installed(self, hosts):
         def installed(idl):
@@ -442,6 +455,7 @@ class NodeAgent(OvsAttachment, PodTruth):
             and container in (None, iface.external_ids.get(K_CONTAINER))])
         if ours:
             reconcile(Port(), [{"name": host} for host in ours], "deleted", self.ovs)
+            self.follow_taps()
         with self._node() as ipr:
             for host in hosts:
                 for index in ipr.link_lookup(ifname=host):
