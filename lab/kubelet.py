@@ -1,10 +1,11 @@
 """The kubelet's part of running a pod in the lab, on one worker.
 
-    kubelet.py run NAME ANNOTATION_JSON [LABELS_JSON]
+    kubelet.py run NAME ANNOTATION_JSON [LABELS_JSON [SYSCTLS_JSON]]
                                            create the pod on the API (as
                                            kubectl would), make its network
-                                           namespace, call the CNI plugin ADD,
-                                           report the pod Ready (status)
+                                           namespace (with the pod's sysctls),
+                                           call the CNI plugin ADD, report the
+                                           pod Ready (status)
     kubelet.py delete NAME                 CNI DEL, remove the namespace and
                                            the pod
     kubelet.py service SERVICE_JSON        create a Service (as kubectl
@@ -61,7 +62,7 @@ def cni(command, name, container_id):
     return json.loads(proc.stdout) if proc.stdout.strip() else None
 
 
-def run(name, annotation, labels=None):
+def run(name, annotation, labels=None, sysctls=None):
     """Run the pod; a pod this node already runs is left as it is. Once its
     interfaces are made it is Ready, as the kubelet reports it."""
     from pyroute2 import netns
@@ -80,6 +81,10 @@ def run(name, annotation, labels=None):
         # the API has it (this node rebooted): a new sandbox for the same pod
     if name not in netns.listnetns():
         netns.create(name)
+    for key, value in sorted((sysctls or {}).items()):
+        # as the kubelet applies securityContext.sysctls, in the pod's namespace
+        subprocess.run(["ip", "netns", "exec", name, "sysctl", "-qw", "%s=%s" % (key, value)], check=True,
+                       timeout=30)
     container_id = uuid.uuid4().hex
     with open(os.path.join(STATE, name), "w") as handle:
         handle.write(container_id)
@@ -126,7 +131,8 @@ def service(spec):
 
 def main(argv):
     if argv[1] == "run":
-        result = run(argv[2], argv[3], json.loads(argv[4]) if len(argv) > 4 else None)
+        result = run(argv[2], argv[3], json.loads(argv[4]) if len(argv) > 4 else None,
+                     json.loads(argv[5]) if len(argv) > 5 else None)
     elif argv[1] == "delete":
         result = delete(argv[2])
     elif argv[1] == "service":

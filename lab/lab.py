@@ -315,10 +315,17 @@ WEB = {"app": "web"}
 # Service's backends (on ovn-net1 only: a backend that also sat on the
 # client's network would answer it straight, around the balancer); and a
 # client on ovn-net2 only, for the Service's VIP.
+FWD = {"app": "fwd"}
+# ... the chain's ends on worker1 and its forwarding function on worker2,
+# the worker that holds neither end; the tap's collector beside pod-w1a.
 PODS = [("worker1", "pod-w1a", BOTH, {}), ("worker1", "pod-w1b", BOTH, {}),
         ("worker2", "pod-w2a", BOTH, {}), ("worker2", "pod-w2b", BOTH, {}),
         ("worker1", "web-w1", NET1, WEB), ("worker2", "web-w2", NET1, WEB),
-        ("worker1", "cli-w1", NET2, {})]
+        ("worker1", "cli-w1", NET2, {}),
+        ("worker1", "chain-src", NET1, {"app": "chain-src"}), ("worker1", "chain-dst", NET2, {}),
+        ("worker2", "fwd-w2", BOTH, FWD), ("worker1", "col-w1", NET1, {})]
+SYSCTLS = {"fwd-w2": {"net.ipv4.ip_forward": "1"}}
+WORKLOADS = os.path.join(HERE, "workloads.yml")
 VERIFY_PORT = 7777          # verify.yml's probes answer here
 # The seeds' ExternalIP case: my-service on 192.168.50.120:80.
 SERVICE = {
@@ -339,8 +346,25 @@ def verify_services(deleted=()):
              "clients": ["cli-w1"]}]
 
 
+def verify_chains(closed=False):
+    """verify.yml's ``verify_chains``: lab-chain's ends and function, and
+    whether the function is deleted (the chain must then be closed)."""
+    function = [(node, pod) for node, pod, _n, labels in PODS if labels == FWD][0]
+    return [{"name": "lab-chain", "source": {"node": "worker1", "pod": "chain-src"},
+             "destination": {"pod": "chain-dst", "network": "ovn-net2"},
+             "function": {"node": function[0], "pod": function[1], "interfaces": ["eth0", "net1"]},
+             "closed": closed}]
+
+
+def verify_taps():
+    return [{"name": "lab-tap", "node": "worker1", "source": "pod-w1a", "collector": "col-w1",
+             "collector_interface": "eth0", "target": {"pod": "pod-w1b", "network": "ovn-net1"}}]
+
+
 def verify_vars(deleted=()):
-    return "-e", json.dumps({"verify_services": verify_services(deleted)})
+    closed = any(labels == FWD for _node, pod, _n, labels in PODS if pod in deleted)
+    return "-e", json.dumps({"verify_services": verify_services([d for d in deleted if d.startswith("web")]),
+                             "verify_chains": verify_chains(closed), "verify_taps": verify_taps()})
 
 
 INVENTORIES = [os.path.join(ROOT, "playbooks", "inventory", "example.yml"),
@@ -372,13 +396,13 @@ def playbook(name, *extra, check=True):
     argv = [os.path.join(bindir, "ansible-playbook")]
     for inventory in INVENTORIES:
         argv += ["-i", inventory]
-    argv += [os.path.join(ROOT, "playbooks", name)] + list(extra)
+    argv += [name if os.path.isabs(name) else os.path.join(ROOT, "playbooks", name)] + list(extra)
     started = time.monotonic()
     proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=1800, check=False)
     seconds = time.monotonic() - started
     os.makedirs(STATE, exist_ok=True)
-    with open(os.path.join(STATE, name + ".log"), "w") as handle:
+    with open(os.path.join(STATE, os.path.basename(name) + ".log"), "w") as handle:
         handle.write(proc.stdout)
     recap = {}
     for line in proc.stdout.splitlines():
@@ -480,7 +504,7 @@ def run_pods(nodes=None):
     for node, pod, networks, labels in PODS:
         if nodes is not None and node not in nodes:
             continue
-        made.append(kubelet(node, "run", pod, networks, json.dumps(labels)))
+        made.append(kubelet(node, "run", pod, networks, json.dumps(labels), json.dumps(SYSCTLS.get(pod, {}))))
     kubelet("worker1", "service", json.dumps(SERVICE))
     return made
 
@@ -520,29 +544,39 @@ def topology_text():
     return nb + sb
 
 
+ROW_KINDS = ("service", "chain", "tap")
+
+
 def matrix(proc, kind="link"):
-    """verify.yml's rows of ``kind``: ``link`` (the connectivity matrix)
-    or ``service`` (rows that read ``OK   service ...``)."""
+    """verify.yml's rows of ``kind``: ``link`` (the connectivity matrix),
+    or ``service``, ``chain``, ``tap`` (rows that read ``OK   <kind> ...``)."""
     lines = []
     for line in proc.stdout.splitlines():
         match = re.search(r'"((?:OK|FAIL) .*)",?$', line.strip())
-        if match and (match.group(1).split()[1] == "service") == (kind == "service"):
-            lines.append(match.group(1))
+        if match:
+            word = match.group(1).split()[1]
+            if (word if word in ROW_KINDS else "link") == kind:
+                lines.append(match.group(1))
     return lines
 
 
-def services_check():
-    """A backend deleted stops receiving traffic: delete web-w2 as kubelet
-    and kubectl would, run verify.yml with it named as deleted, then run it
-    again. Returns verify.yml's service rows of that run."""
-    backend = [pod for node, pod, _n, labels in PODS if labels == WEB][-1]
-    node = [n for n, pod, _x, _l in PODS if pod == backend][0]
-    kubelet(node, "delete", backend)
+def deletion_check():
+    """A backend deleted stops receiving traffic, and a chain whose function
+    is deleted fails closed, then mends when it is back: delete web-w2 and
+    fwd-w2 as kubelet and kubectl would, run verify.yml with them named as
+    deleted, make them again and run verify.yml once more. Returns the
+    service and chain rows of those two runs that say so."""
+    gone = [(node, pod) for node, pod, _n, labels in PODS if labels == FWD or pod == "web-w2"]
+    for node, pod in gone:
+        kubelet(node, "delete", pod)
     try:
-        _s, _r, proc = playbook("verify.yml", *verify_vars([backend]), check=False)
+        _s, _r, deleted = playbook("verify.yml", *verify_vars([pod for _node, pod in gone]), check=False)
     finally:
-        run_pods([node])
-    return [row for row in matrix(proc, "service") if " deleted " in row]
+        run_pods(sorted(set(node for node, _pod in gone)))
+    _s, _r, back = playbook("verify.yml", *verify_vars(), check=False)
+    return {"service": [r for r in matrix(deleted, "service") if " deleted " in r],
+            "chain": [r for r in matrix(deleted, "chain") if " closed " in r]
+            + [r.replace(" crossed ", " mended, crossed ", 1) for r in matrix(back, "chain") if " crossed " in r]}
 
 
 def run_all():
@@ -563,36 +597,45 @@ def run_all():
     phase("site", playbook, "site.yml")
     phase("networks", playbook, "networks.yml")
     pods = phase("pods", run_pods)
+    phase("workloads", playbook, WORKLOADS)
     _s, _r, verify = phase("verify", playbook, "verify.yml", *verify_vars(), check=False)
-    services = matrix(verify, "service") + phase("services", services_check)
+    after = phase("deletions", deletion_check)
+    services = matrix(verify, "service") + after["service"]
+    chains, taps = matrix(verify, "chain") + after["chain"], matrix(verify, "tap")
     rerun_s, recap, _p = phase("rerun", playbook, "site.yml")
+    _w, recap_w, _p = phase("rerun-workloads", playbook, WORKLOADS)
     rows = matrix(verify)
     print("\n".join(["", "== connectivity matrix"] + rows))
-    print("\n".join(["", "== services"] + services))
+    print("\n".join(["", "== services"] + services + ["", "== chains"] + chains + ["", "== taps"] + taps))
     print("\n== topology\n" + topology_text())
     print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
     print("== pods: " + ", ".join("%s@%s %s" % (p["pod"], p["node"], " ".join(p["ips"])) for p in pods))
     ok = sum(1 for r in rows if r.startswith("OK"))
-    changed = sum(h.get("changed", 0) for h in recap.values())
-    deploy = sum(phases[k] for k in ("install", "image", "containers", "api", "site", "networks", "pods"))
+    changed = sum(h.get("changed", 0) for h in list(recap.values()) + list(recap_w.values()))
+    deploy = sum(phases[k] for k in ("install", "image", "containers", "api", "site", "networks", "pods",
+                                     "workloads"))
     # what each node runs as PID 1, read from the node
     init = sorted(set(exec_in(name, "ps", "-p", "1", "-o", "comm=").stdout.strip() for name in LAB.nodes))
     if verify.returncode:
         print("verify.yml failed; see %s" % os.path.join(STATE, "verify.yml.log"))
     print("== debian: " + " ".join("%s=%s" % (LAB.nodes[n][0], r) for n, r in sorted(releases.items())))
-    services_ok = sum(1 for r in services if r.startswith("OK"))
+    counts = dict((name, (sum(1 for r in found if r.startswith("OK")), len(found)))
+                  for name, found in (("services", services), ("chains", chains), ("taps", taps)))
     print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s debian=%s "
-          "services_ok=%d/%d" % (len(pods), ok, len(rows), deploy, rerun_s, changed, ",".join(init),
-                                 debian_default(), services_ok, len(services)))
+          "services_ok=%d/%d chains_ok=%d/%d taps_ok=%d/%d" % (
+              len(pods), ok, len(rows), deploy, rerun_s, changed, ",".join(init), debian_default(),
+              counts["services"][0], counts["services"][1], counts["chains"][0], counts["chains"][1],
+              counts["taps"][0], counts["taps"][1]))
     return 0 if verify.returncode == 0 and ok == len(rows) and rows and changed == 0 and init == ["systemd"] \
-        and services and services_ok == len(services) else 1
+        and all(total and good == total for good, total in counts.values()) else 1
 
 
 def reboot(node, tries=5):
     """Restart ``node``'s container (systemd shuts down and boots again; no
     Ansible runs), re-create its pods as kubelet would, and run verify.yml
-    until every link and the Service are OK (at most ``tries`` times). Prints
-    ``reboot: node=<name> back_s=<x> links_ok=<k>/<m> services_ok=<s>/<t>``,
+    until every link, the Service, the chain and the tap are OK (at most
+    ``tries`` times). Prints
+    ``reboot: node=<name> back_s=<x> links_ok=<k>/<m> checks_ok=<s>/<t>``,
     back_s from the restart to everything OK."""
     name = container(node)
     started = time.monotonic()
@@ -601,16 +644,17 @@ def reboot(node, tries=5):
     run_pods([node])
     for attempt in range(tries):
         _seconds, _recap, verify = playbook("verify.yml", *verify_vars(), check=False)
-        rows, services = matrix(verify), matrix(verify, "service")
+        rows = matrix(verify)
+        services = matrix(verify, "service") + matrix(verify, "chain") + matrix(verify, "tap")
         ok = sum(1 for row in rows if row.startswith("OK"))
         services_ok = sum(1 for row in services if row.startswith("OK"))
         if rows and ok == len(rows) and services_ok == len(services) and verify.returncode == 0:
             break
-        log("reboot: verify %d of %d: %d/%d links, %d/%d service checks OK" % (
+        log("reboot: verify %d of %d: %d/%d links, %d/%d service, chain and tap checks OK" % (
             attempt + 1, tries, ok, len(rows), services_ok, len(services)))
     back = time.monotonic() - started
     print("\n".join(rows + services))
-    print("reboot: node=%s back_s=%.0f links_ok=%d/%d services_ok=%d/%d" % (
+    print("reboot: node=%s back_s=%.0f links_ok=%d/%d checks_ok=%d/%d" % (
         node, back, ok, len(rows), services_ok, len(services)))
     return 0 if rows and ok == len(rows) and services_ok == len(services) else 1
 
@@ -633,7 +677,7 @@ def main(argv=None):
         extra = verify_vars() if args.command == "verify" else ()
         seconds, recap, proc = playbook(args.command + ".yml", *extra, check=False)
         if args.command == "verify":
-            print("\n".join(matrix(proc) + matrix(proc, "service")))
+            print("\n".join(matrix(proc) + [r for kind in ROW_KINDS for r in matrix(proc, kind)]))
         for line in proc.stdout.splitlines():
             if line.startswith("[ERROR]: Task failed: Action failed: "):
                 print(line[len("[ERROR]: Task failed: Action failed: "):].strip())
@@ -655,6 +699,7 @@ def main(argv=None):
         start_api(lab)
     elif args.command == "pods":
         print(json.dumps(run_pods()))
+        playbook(WORKLOADS)
     else:               # deps, image, up: each step includes those before it
         install_host_packages()
         if args.command in ("image", "up"):

@@ -14,6 +14,10 @@ their peers. Standard library only, plus pyroute2 to enter namespaces.
                                           connections, and who answered each
     probe.py fdb BRIDGE                   whether BRIDGE has learned its own
                                           MAC on a port other than LOCAL
+    probe.py rx NETNS IFNAME...           each interface's received packets
+    probe.py pings NETNS ADDRESS COUNT    COUNT pings (-W 2 each): how many
+                                          were answered, and the TTL of the
+                                          answers
 
 Every wait is bounded: a link gets up to 3 pings (-c 1 -W 2) and 3 TCP
 connects (3 s each), a Service's link its count of connects (3 s each);
@@ -256,6 +260,25 @@ def check(links):
     return out
 
 
+def rx(netns, interfaces):
+    """The received-packet counters of ``interfaces`` in ``netns``."""
+    out = {}
+    for name in interfaces:
+        text = subprocess.run(["ip", "netns", "exec", netns, "cat", "/sys/class/net/%s/statistics/rx_packets" % name],
+                              check=False, stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+        out[name] = int(text) if text.isdigit() else None
+    return out
+
+
+def pings(netns, address, count):
+    """``count`` pings from ``netns``: answered, and the answers' TTLs."""
+    text = subprocess.run(["ip", "netns", "exec", netns, "ping", "-n", "-c", str(count), "-W", "2", "-i", "0.2",
+                           address], check=False, stdout=subprocess.PIPE, universal_newlines=True).stdout
+    ttls = sorted(set(int(w[4:]) for w in text.split() if w.startswith("ttl=")))
+    answered = sum(1 for line in text.splitlines() if "bytes from" in line)
+    return {"answered": answered, "count": count, "ttls": ttls}
+
+
 def fdb(bridge):
     """The bridge's own MAC must be learned, if at all, on LOCAL only: seen
     on the NIC's port, it means the kernel sent from the NIC after it joined
@@ -291,6 +314,10 @@ def main(argv):
         result = stop()
     elif command == "fdb":
         result = fdb(argv[2])
+    elif command == "rx":
+        result = rx(argv[2], argv[3:])
+    elif command == "pings":
+        result = pings(argv[2], argv[3], int(argv[4]))
     elif command == "check":
         result = check(json.loads(argv[2]))
     else:
