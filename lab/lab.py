@@ -575,7 +575,7 @@ def deletion_check():
         run_pods(sorted(set(node for node, _pod in gone)))
     _s, _r, back = playbook("verify.yml", *verify_vars(), check=False)
     return {"service": [r for r in matrix(deleted, "service") if " deleted " in r],
-            "chain": [r for r in matrix(deleted, "chain") if " closed " in r]
+            "chain": [r for r in matrix(deleted, "chain") if " closed:" in r]
             + [r.replace(" crossed ", " mended, crossed ", 1) for r in matrix(back, "chain") if " crossed " in r]}
 
 
