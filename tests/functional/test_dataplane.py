@@ -274,11 +274,11 @@ def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluste
     assert copies(5) >= 10, "each request and each reply is copied to the collector"
     # pod-a made again, as a CNI ADD would: its old port goes, a new one comes
     cluster_node.box.run("ovs-vsctl", "--db=" + cluster_node.box.ovs_db, "del-port", "br-int", "pa-h")
-    assert tap_ovs(cluster_node, lambda v: taps.plan_follow(v)).changed
+    assert tap_ovs(cluster_node, taps.plan_follow).changed
     assert cluster_node.box.rows("ovs", "Mirror") == [], "no source, no mirror"
     cluster_node.box.run("ovs-vsctl", "--db=" + cluster_node.box.ovs_db, "add-port", "br-int", "pa-h", "--",
                          "set", "interface", "pa-h", "external_ids:iface-id=pod-a")
-    assert tap_ovs(cluster_node, lambda v: taps.plan_follow(v)).changed
+    assert tap_ovs(cluster_node, taps.plan_follow).changed
     cluster_node.wait_hv()
     assert copies(5) >= 10, "the tap follows the pod to its new port"
 

@@ -325,4 +325,3 @@ def _plan_function_ports(view, name, functions):
                       "port_security": port_security(row, mac_only=bool(mark)) or []})
     resource = LogicalSwitchPort()
     return plan(resource, validate_config(resource, items, "merged"), "merged", view)
-

@@ -118,4 +118,3 @@ class Chains:
 
     def _work(self):
         serve(self.queue, self.handle, LOG, "chain", (Ovn4nfvError, kube.ApiException))
-
