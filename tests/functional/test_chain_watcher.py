@@ -79,6 +79,9 @@ def test_the_watcher_keeps_a_chains_next_hops(k8s):
     assert port_security(k8s, "default_fw-1_eth1") == port_security(k8s, "default_fw-1_eth1").split()[0], \
         "a function's chain interface has MAC-only port security"
     assert len(port_security(k8s, "default_client_eth1").split()) > 1, "others keep theirs"
+    held = [p["external_ids"].get("ovn4nfv-chain-held") for p in k8s.box.rows("nb", "Logical_Switch_Port")
+            if p["name"] == "default_fw-1_eth1"][0]
+    assert held.split()[1] == one["eth1"], "the port security it replaced is kept, for the node agent"
 
     # a pod the selector picks, with its interfaces on the wrong networks
     k8s.api.create_pod("default", "fw-bad", WRONG, labels={"app": "fw"})
@@ -104,4 +107,5 @@ def test_the_watcher_keeps_a_chains_next_hops(k8s):
         unmarked = db.wait_for(lambda idl: not any(
             r.external_ids.get("ovn4nfv-chains") for r in idl.tables["Logical_Switch_Port"].rows.values()), 30)
     assert unmarked, "the deleted chain's function ports keep its mark:\n" + k8s.log_text()
+    assert not [p for p in k8s.box.rows("nb", "Logical_Switch_Port") if "ovn4nfv-chain-held" in p["external_ids"]]
     assert len(port_security(k8s, "default_fw-2_eth1").split()) > 1

@@ -49,3 +49,15 @@ def test_ip_alone_for_another_plugins_address():
 def test_one_wrong_entry_refuses_even_while_another_is_awaited():
     other = dict(ENTRY, interface="net1")
     assert binding_verdict(POD, [dict(ENTRY, ip_address="10.1.1.6/24"), other], [binding()])
+
+
+def test_a_chain_functions_relaxed_port_is_confirmed_by_what_the_chain_held():
+    """A network function's chain interface has MAC-only port security; the
+    watcher keeps the port security it replaced beside it, and that, not
+    the pod's word, confirms the address."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import K_CHAIN_HELD
+    row = binding(security="0a:00:00:00:00:05")
+    row["external_ids"][K_CHAIN_HELD] = "0a:00:00:00:00:05 10.1.1.5 fe80::800:ff:fe00:5"
+    assert binding_verdict(POD, [ENTRY], [row]) == []
+    assert binding_verdict(POD, [dict(ENTRY, ip_address="10.1.1.7/24")], [row])
+    assert binding_verdict(POD, [ENTRY], [binding(security="0a:00:00:00:00:05")]), "without it: refused"

@@ -41,7 +41,7 @@ from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_policies import AddressSet, RouterPolicy
 from ..resources.nb_switches import LogicalSwitchPort
 from . import networks as vn
-from .pod_addresses import K_CHAIN_FUNCTION, held_addresses, port_security
+from .pod_addresses import K_CHAIN_FUNCTION, K_CHAIN_HELD, held_addresses, port_security
 from .topology import require_topology
 
 K_CHAIN = "ovn4nfv-chain"
@@ -321,7 +321,9 @@ def _plan_function_ports(view, name, functions):
         switch = view.referrers("Logical_Switch", "ports").get(row.uuid)
         if not switch:
             continue
-        items.append({"name": row.name, "switch": switch[0].name, "external_ids": {K_CHAIN_FUNCTION: mark},
+        full = port_security(row, mac_only=False) or []
+        items.append({"name": row.name, "switch": switch[0].name,
+                      "external_ids": {K_CHAIN_FUNCTION: mark, K_CHAIN_HELD: full[0] if mark and full else None},
                       "port_security": port_security(row, mac_only=bool(mark)) or []})
     resource = LogicalSwitchPort()
     return plan(resource, validate_config(resource, items, "merged"), "merged", view)

@@ -23,8 +23,11 @@ K_NAMESPACE = "ovn4nfv-pod-namespace"
 K_POD = "ovn4nfv-pod-name"
 K_UID = "ovn4nfv-pod-uid"
 K_INTERFACE = "ovn4nfv-interface"
-# the chains a pod port is a network function's interface in (comma-separated)
+# the chains a pod port is a network function's interface in (comma-separated),
+# and the port security that MAC-only replaced there: what the node agent
+# confirms the pod's addresses against (northd copies both to the SB)
 K_CHAIN_FUNCTION = "ovn4nfv-chains"
+K_CHAIN_HELD = "ovn4nfv-chain-held"
 ROLE_POD = "pod-port"
 
 
@@ -217,6 +220,9 @@ def binding_verdict(pod, entries, bindings, macs=True):
             waiting = True
             continue
         sets += [t for t in as_strings(row.get("mac")) if t.split()[:1] not in (["dynamic"], ["router"], ["unknown"])]
+        held = (row.get("external_ids") or {}).get(K_CHAIN_HELD)
+        if held:
+            sets.append(held)
         mac = (entry.get("mac_address") or "").lower()
         ip = (entry.get("ip_address") or "").partition("/")[0]
         if not any((mac == words[0].lower() or not macs) and ip in words[1:] for words in (t.split() for t in sets) if words):
