@@ -114,9 +114,15 @@ class Node:
         return netns
 
     def purge_flows(self):
-        """Drop the datapath's cached flows, so that the next packets are
-        translated with the bridge's configuration as it is now (a mirror
-        just made applies to cached flows only when revalidated)."""
+        """Wait until ovs-vswitchd has applied the database as it is (a
+        change made with ovs-vsctl, which bumps next_cfg and waits for
+        ovs-vswitchd's cur_cfg to reach it), then drop the datapath's cached flows, so that the next
+        packets are translated with the bridge's configuration as it is now
+        (a mirror just made or removed applies to cached flows only when
+        revalidated)."""
+        self.synced = getattr(self, "synced", 0) + 1
+        self.box.run("ovs-vsctl", "--db=" + self.box.ovs_db, "--timeout=30", "set", "Open_vSwitch", ".",
+                     "external_ids:o4n-test-sync=%d" % self.synced, timeout=40)
         self.run_in_node("ovs-appctl", "-t", os.path.join(self.box.dir, "ovs-vswitchd.ctl"),
                          "revalidator/purge", env=self.box.env)
 

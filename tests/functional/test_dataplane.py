@@ -21,7 +21,8 @@ from dataplane import Node, ip, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import (
+    LogicalSwitch, LogicalSwitchPort)
 
 EXTERNAL_HOST = "192.168.50.1"
 GATEWAY_IP = "192.168.50.12"
@@ -254,10 +255,12 @@ def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluste
     """Copies of pod-a's traffic reach the collector, counted there; pod-a
     made again (a new veth, the same logical port) is tapped again by the
     node agent's follow; deleted, the tap leaves no mirror and no record."""
+    # the collector alone on a switch of its own: nothing but the copies reaches it
     with ovsdb.Database(cluster_node.box.nb_db, ovsdb.NB_SCHEMA, LogicalSwitchPort.tables) as db:
-        reconcile(LogicalSwitchPort(), [{"name": "col", "switch": "net2",
-                                         "addresses": ["0a:00:00:00:02:33 172.16.2.33"]}], "merged", db)
-    collector = cluster_node.attach("col", "br-int", "0a:00:00:00:02:33", "172.16.2.33/24", iface_id="col")
+        reconcile(LogicalSwitch(), [{"name": "sink"}], "merged", db)
+        reconcile(LogicalSwitchPort(), [{"name": "col", "switch": "sink",
+                                         "addresses": ["0a:00:00:00:09:33 10.99.0.33"]}], "merged", db)
+    collector = cluster_node.attach("col", "br-int", "0a:00:00:00:09:33", "10.99.0.33/24", iface_id="col")
     cluster_node.wait_hv()
     tap = {"name": "a-tap", "source": {"port": "pod-a"}, "collector": {"port": "col"}, "direction": "both"}
     plan = tap_ovs(cluster_node, lambda v: taps.plan_taps(v, [("config[0]", tap)], "merged"))
@@ -286,7 +289,9 @@ def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluste
     assert cluster_node.box.rows("ovs", "Mirror") == []
     root = cluster_node.box.rows("ovs", "Open_vSwitch")[0]
     assert not [k for k in root["external_ids"] if k.startswith("ovn4nfv-tap")]
-    assert copies(3) == 0, "deleted: no more copies"
+    # with the tap, 10 pings make at least 20 copies; the collector's own
+    # interface may still see a stray multicast frame of its own network
+    assert copies(10) < 10, "deleted: the pings are copied no more"
 
 
 def chains_rows(node):
