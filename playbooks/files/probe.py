@@ -43,23 +43,49 @@ def enter(netns):
     pr_netns.setns(netns)
 
 
+def _ovs_json(*args):
+    db = ["--db=" + os.environ["OVN4NFV_PROBE_OVS_DB"]] if os.environ.get("OVN4NFV_PROBE_OVS_DB") else []
+    done = subprocess.run(["ovs-vsctl", "--format=json"] + db + list(args), check=False,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+    return json.loads(done.stdout) if done.returncode == 0 and done.stdout else {"data": []}
+
+
+def mirror_outputs():
+    """The ifindex of each port that is a mirror's output (a tap's collector):
+    OVS hands such a port nothing but the copies and drops what it sends, so
+    it is no link of the matrix, whatever verify.yml was told."""
+    try:
+        outputs = set(row[0][1] for row in _ovs_json("--columns=output_port", "find", "Mirror")["data"]
+                      if row[0] and row[0][0] == "uuid")
+        names = set(row[1] for row in _ovs_json("--columns=_uuid,name", "list", "Port")["data"]
+                    if row[0][1] in outputs)
+    except (OSError, ValueError, KeyError, IndexError):
+        return set()
+    links = subprocess.run(["ip", "-j", "link", "show"], check=False, stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout or "[]"
+    return set(link["ifindex"] for link in json.loads(links) if link.get("ifname") in names)
+
+
 def pods(networks):
-    """Each namespace under /run/netns with its addresses on ``networks``."""
+    """Each namespace under /run/netns with its addresses on ``networks``;
+    ``collector`` when one of its interfaces is a mirror's output."""
     subnets = dict((n["name"], ipaddress.ip_network(n["subnet"])) for n in networks)
+    collectors = mirror_outputs()
     out = []
     names = sorted(os.listdir(NETNS_DIR)) if os.path.isdir(NETNS_DIR) else []
     for name in names:
         text = subprocess.run(["ip", "-n", name, "-j", "-4", "addr", "show"], check=False,
                               stdout=subprocess.PIPE, universal_newlines=True).stdout or "[]"
-        addresses = {}
+        addresses, collector = {}, False
         for link in json.loads(text):
+            collector = collector or link.get("link_index") in collectors
             for info in link.get("addr_info", []):
                 ip = ipaddress.ip_address(info["local"])
                 for net, subnet in subnets.items():
                     if ip in subnet:
                         addresses[net] = {"ip": str(ip), "interface": link["ifname"]}
         if addresses:
-            out.append({"netns": name, "networks": addresses})
+            out.append({"netns": name, "networks": addresses, "collector": collector})
     return out
 
 

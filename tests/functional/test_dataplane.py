@@ -8,6 +8,10 @@ Everything OVN and OVS is built with the collection's core, as the
 modules would build it.
 """
 
+import json
+import os
+import sys
+
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
@@ -24,6 +28,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import (
     LogicalSwitch, LogicalSwitchPort)
 
+PROBE = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "files", "probe.py")
 EXTERNAL_HOST = "192.168.50.1"
 GATEWAY_IP = "192.168.50.12"
 
@@ -275,6 +280,12 @@ def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluste
         return rx_packets(collector, "eth0") - before
 
     assert copies(5) >= 10, "each request and each reply is copied to the collector"
+    # verify.yml's probe finds the collector itself, and counts it as no pod of the matrix
+    found = cluster_node.run_in_node(
+        "env", "OVN4NFV_PROBE_OVS_DB=" + cluster_node.box.ovs_db, sys.executable, PROBE, "pods",
+        json.dumps([{"name": "sink", "subnet": "10.99.0.0/24"}, {"name": "net1", "subnet": "172.16.1.0/24"}]))
+    found = dict((p["netns"], p["collector"]) for p in json.loads(found.stdout))
+    assert (found[collector], found[cluster_node.pod_a]) == (True, False)
     # pod-a made again, as a CNI ADD would: its old port goes, a new one comes
     cluster_node.box.run("ovs-vsctl", "--db=" + cluster_node.box.ovs_db, "del-port", "br-int", "pa-h")
     assert tap_ovs(cluster_node, taps.plan_follow).changed
