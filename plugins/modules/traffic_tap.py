@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: traffic_tap
-short_description: Copy a pod interface's traffic to a collector pod on the same node
+short_description: Copy a pod interface's traffic to a collector pod, or to a remote collector
 version_added: 0.2.0
 description:
   - A tap delivers copies of the traffic of a pod's interface (what it receives, what it sends,
@@ -19,7 +19,13 @@ description:
     the node's Open vSwitch database. The node agent makes the mirror again whenever a pod is made
     again, so a tap follows its pods; while either pod is away there is no mirror. Deleting the tap
     leaves nothing behind.
-  - A collector elsewhere (OVN's GRE or ERSPAN mirror) is not supported yet.
+  - With O(kind=remote) the collector is an address outside OVN instead, reached in GRE or ERSPAN
+    from whichever node runs the pod, as an OVN C(Mirror) in the northbound database. Run it where
+    that database is (O(db) defaults to the northbound socket). The watcher puts the tap back on a
+    pod's port whenever it makes the port anew, so such a tap follows its pod across nodes.
+  - A remote tap's name has at most 11 characters (ovn-controller names its tunnel port
+    C(ovn-<name>)). Copying both directions to one remote collector needs OVN 24.03 or later; on an
+    older OVN, declare an V(ingress) and an V(egress) tap with different keys.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
@@ -57,7 +63,11 @@ options:
             type: str
       collector:
         description:
-          - The interface the copies go to. Required unless O(state=deleted).
+          - Where the copies go. Required unless O(state=deleted).
+          - With O(kind=node), a pod interface on the same node (O(config[].collector.pod) and
+            O(config[].collector.interface), or O(config[].collector.port)).
+          - With O(kind=remote), an O(config[].collector.address), its
+            O(config[].collector.encapsulation) and O(config[].collector.key).
         type: dict
         suboptions:
           pod:
@@ -76,15 +86,48 @@ options:
             description:
               - The logical switch port instead (C(<namespace>_<pod>_<interface>)).
             type: str
+          address:
+            description:
+              - The remote collector's IPv4 or IPv6 address, reached through the nodes' routing
+                (in the lab, an address on the underlay).
+            type: str
+          encapsulation:
+            description:
+              - V(gre), or V(erspan) (version 1, the key as its session ID).
+            type: str
+            choices: [gre, erspan]
+            default: gre
+          key:
+            description:
+              - The GRE key (0-4294967295) or ERSPAN session ID (0-1023) the copies carry; two
+                remote taps to one address need different keys.
+            type: int
+            default: 0
       direction:
         description:
           - V(ingress), what the pod receives; V(egress), what it sends; V(both).
         type: str
         choices: [ingress, egress, both]
         default: both
+  kind:
+    description:
+      - V(node), taps whose collector is a pod on this node, kept in the node's Open vSwitch
+        database; V(remote), taps whose collector is an address, kept in the OVN northbound
+        database. A task handles taps of one kind; V(overridden), V(deleted) and V(gathered) see
+        only that kind.
+    type: str
+    choices: [node, remote]
+    default: node
+  db:
+    description:
+      - The database remote, as in C(ovs-vsctl --db) or C(ovn-nbctl --db), that is C(unix:PATH),
+        C(tcp:HOST:PORT) or C(ssl:HOST:PORT).
+      - Defaults to C(unix:/var/run/openvswitch/db.sock) with O(kind=node) and to
+        C(unix:/var/run/ovn/ovnnb_db.sock) with O(kind=remote).
+    type: str
   bridge:
     description:
-      - The integration bridge.
+      - The integration bridge, with O(kind=node).
     type: str
     default: br-int
   state:
@@ -97,7 +140,6 @@ options:
     default: merged
 extends_documentation_fragment:
   - ovn4nfv.k8s.ovsdb
-  - ovn4nfv.k8s.ovsdb.OVS
   - ovn4nfv.k8s.ovsdb.ATTRIBUTES
 """
 
@@ -109,6 +151,15 @@ EXAMPLES = r"""
         source: {pod: web, interface: net0}
         collector: {pod: collector, interface: eth1}
         direction: both
+
+- name: Send what pod web receives on net0 to an analyser at 10.20.0.9, in ERSPAN session 7
+  ovn4nfv.k8s.traffic_tap:
+    kind: remote
+    config:
+      - name: web-erspan
+        source: {pod: web, interface: net0}
+        collector: {address: 10.20.0.9, encapsulation: erspan, key: 7}
+        direction: ingress
 """
 
 RETURN = r"""
@@ -132,7 +183,7 @@ operations:
   elements: str
   sample: ["create traffic_tap web-tap: ..."]
 gathered:
-  description: The taps declared on this node.
+  description: The taps of O(kind) declared in the database.
   returned: when O(state=gathered)
   type: list
   elements: dict
@@ -149,30 +200,38 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import (
     composite_result, connection_argument_spec, refuse_bare_override, require_libraries, run_composite)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import taps as remote_taps
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import taps
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_OVS_DB, OVS_SCHEMA
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import (
+    DEFAULT_NB_DB, DEFAULT_OVS_DB, NB_SCHEMA, OVS_SCHEMA)
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import STATES
 
-END = dict(type="dict", options=dict(
+END = dict(
     pod=dict(type="str"),
     namespace=dict(type="str"),
     interface=dict(type="str"),
     port=dict(type="str"),
-))
+)
+REMOTE = dict(
+    address=dict(type="str"),
+    encapsulation=dict(type="str", choices=list(remote_taps.ENCAPSULATIONS), default="gre"),
+    key=dict(type="int", default=0),
+)
 
 
 def main():
     spec = dict(
         config=dict(type="list", elements="dict", options=dict(
             name=dict(type="str", required=True),
-            source=END,
-            collector=END,
+            source=dict(type="dict", options=END),
+            collector=dict(type="dict", options=dict(END, **REMOTE)),
             direction=dict(type="str", choices=list(taps.DIRECTIONS), default="both"),
         )),
+        kind=dict(type="str", default="node", choices=["node", "remote"]),
         bridge=dict(type="str", default=taps.DEFAULT_BRIDGE),
         state=dict(type="str", default="merged", choices=list(STATES)),
     )
-    spec.update(connection_argument_spec(DEFAULT_OVS_DB))
+    spec.update(connection_argument_spec(None))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True,
                            required_if=[("state", s, ("config",)) for s in ("merged", "replaced", "rendered")])
     refuse_bare_override(module)
@@ -182,9 +241,23 @@ def main():
         if isinstance(value, dict):
             return dict((k, clean(v)) for k, v in value.items() if v is not None)
         return value
-    items = [("config[%d]" % i, clean(item)) for i, item in enumerate(module.params["config"] or [])]
-    plan = run_composite(module, OVS_SCHEMA, taps.TABLES,
-                         lambda view, mode: taps.plan_taps(view, items, mode, module.params["bridge"]))
+    remote = module.params["kind"] == "remote"
+    items = []
+    for i, item in enumerate(module.params["config"] or []):
+        item = clean(item)
+        # the suboptions' defaults belong to remote collectors only
+        if not remote and item.get("collector"):
+            item["collector"] = dict((k, v) for k, v in item["collector"].items()
+                                     if k not in ("encapsulation", "key"))
+        items.append(("config[%d]" % i, item))
+    if remote:
+        module.params["db"] = module.params["db"] or DEFAULT_NB_DB
+        plan = run_composite(module, NB_SCHEMA, remote_taps.TABLES,
+                             lambda view, mode: remote_taps.plan_taps(view, items, mode))
+    else:
+        module.params["db"] = module.params["db"] or DEFAULT_OVS_DB
+        plan = run_composite(module, OVS_SCHEMA, taps.TABLES,
+                             lambda view, mode: taps.plan_taps(view, items, mode, module.params["bridge"]))
     module.exit_json(**composite_result(module, plan, module.params["state"]))
 
 

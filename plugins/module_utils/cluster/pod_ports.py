@@ -20,7 +20,7 @@ from ..ovsdb.execution import Batch
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_switches import LogicalSwitchPort
-from . import annotations, networks as vn
+from . import annotations, networks as vn, taps as remote_taps
 from .pod_addresses import (
     K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, held_addresses, scan_holder,
     free_addresses, is_pod_port, pool_usage, port_security)
@@ -152,7 +152,19 @@ def plan_pod(view, pod, requests, addresses=None):
         first = next(c for c in batch.plans[0].changes if c.ops)
         first.ops[:0] = [Op("verify", "Logical_Switch", switch, "ports")
                          for _name, switch in sorted(verify.items())]
+        _follow_taps(view, batch)
     return batch
+
+
+def _follow_taps(view, batch):
+    """A port made anew carries the remote taps whose source it is, in the
+    transaction that makes it: the tap follows the pod."""
+    for change in batch.plans[0].changes:
+        for op in list(change.ops):
+            if op.op == "insert" and op.table == "Logical_Switch_Port":
+                mirrors = remote_taps.mirrors_for(view, op.value.get("name"))
+                if mirrors:
+                    change.ops.append(Op("update", "Logical_Switch_Port", op.row, "mirror_rules", mirrors))
 
 
 def _port_batch(view, items, state):

@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 
-from ..cluster import annotations, chains as chain_core, pod_addresses, pod_ports, services as svc
+from ..cluster import annotations, chains as chain_core, pod_addresses, pod_ports, services as svc, taps as remote_taps
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.workqueue import Backoff, WorkQueue, serve
@@ -153,7 +153,8 @@ class Watcher:
         tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
         while not self.stopping.is_set():
             try:
-                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES + chain_core.TABLES,
+                tables = TABLES + svc.TABLES + chain_core.TABLES + remote_taps.TABLES
+                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, tables,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)
                 self.multus = multus.Attachments(self.custom, self.nb, self.addresses)

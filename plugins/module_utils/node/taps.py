@@ -23,14 +23,13 @@ import json
 import re
 
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE, interface_name, ovn_name
+from ..cluster.taps import DIRECTIONS, K_TAP, tap_end
+from ..common.naming import OWNER_KEY, OWNER_VALUE
 from ..ovsdb.execution import CompositePlan
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
 
 PREFIX = "ovn4nfv-tap:"
-K_TAP = "ovn4nfv-tap"
-DIRECTIONS = ("ingress", "egress", "both")
 TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface", "Mirror")
 DEFAULT_BRIDGE = "br-int"
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,48}[a-z0-9])?\Z")
@@ -41,22 +40,6 @@ class _Kind:
     identity = ("name",)
 
 
-def _end(value, where):
-    """A tap's end: ``{port}`` or ``{pod, interface[, namespace]}`` -> the
-    logical port's name."""
-    if not isinstance(value, dict):
-        raise ValidationError("%s: %r is not a mapping" % (where, value))
-    if value.get("port"):
-        if set(value) - {"port"}:
-            raise ValidationError("%s: give a port, or a pod and its interface, not both" % where)
-        return ovn_name(value["port"], where + ".port")
-    extra = sorted(set(value) - {"pod", "interface", "namespace"})
-    if extra or not value.get("pod") or not value.get("interface"):
-        raise ValidationError("%s: give a port, or a pod and its interface (and namespace)" % where)
-    interface_name(value["interface"], where + ".interface")
-    return "%s_%s_%s" % (value.get("namespace") or "default", value["pod"], value["interface"])
-
-
 def check_format(item, where):
     name = item.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
@@ -65,8 +48,8 @@ def check_format(item, where):
     if direction not in DIRECTIONS:
         raise ValidationError("%s.direction: %r is not one of %s" % (where, direction, ", ".join(DIRECTIONS)))
     tap = {"name": name, "direction": direction,
-           "source": _end(item.get("source"), where + ".source"),
-           "collector": _end(item.get("collector"), where + ".collector")}
+           "source": tap_end(item.get("source"), where + ".source"),
+           "collector": tap_end(item.get("collector"), where + ".collector")}
     if tap["source"] == tap["collector"]:
         raise ValidationError("%s.collector: %r is the source too" % (where, tap["collector"]))
     return tap

@@ -333,6 +333,7 @@ class Database:
         self.remote = remote
         self.schema_name = schema_name
         self.timeout = timeout
+        tables = tuple(dict.fromkeys(tables))    # each once, in order, however many parts name it
         parts = parse_remote(remote, field)
         tls = tls or TLS()
         tls.validate(parts)
