@@ -19,6 +19,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connectio
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import chains
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services as svc
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import taps as remote_taps
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import taps
 
 from dataplane import Node, ip, ping, tcp_exchange
@@ -303,6 +304,62 @@ def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluste
     # with the tap, 10 pings make at least 20 copies; the collector's own
     # interface may still see a stray multicast frame of its own network
     assert copies(10) < 10, "deleted: the pings are copied no more"
+
+
+def tunnel_port(node, name, present, timeout=30):
+    """Wait (on the OVS database's own updates, at most ``timeout`` s)
+    until ovn-controller has made, or removed, the port ``name``; return
+    its interface's type and options."""
+    def found(idl):
+        for row in idl.tables["Interface"].rows.values():
+            if row.name == name:
+                return (row.type, dict(row.options)) if present else None
+        return None if present else True
+    with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, ("Interface",)) as db:
+        return db.wait_for(found, timeout)
+
+
+def test_a_remote_tap_sends_gre_copies_to_the_collector_address(cluster_node):
+    """A tap to a remote collector: ovn-controller makes the GRE port and
+    the mirror, pod-a's requests arrive at the collector's address on the
+    node's underlay, in GRE, and stop when the tap is deleted."""
+    node = cluster_node
+    # the node's underlay: br-und with the node's address 10.97.0.1, and
+    # the collector host at 10.97.0.2
+    ovs(node, ovs_resources.Bridge(), [{"name": "br-und", "datapath_type": "netdev"}])
+    try:
+        # IPv4 only: no router solicitations or MLD reports of its own reach the collector
+        node.run_in_node("sysctl", "-qw", "net.ipv6.conf.br-und.disable_ipv6=1")
+        node.run_in_node("ip", "addr", "add", "10.97.0.1/24", "dev", "br-und")
+        node.run_in_node("ip", "link", "set", "br-und", "up")
+        sink = node.attach("gre", "br-und", "0a:00:00:00:97:02", "10.97.0.2/24")
+        ip("sysctl", "-qw", "net.ipv6.conf.eth0.disable_ipv6=1", netns=sink)
+        # the userspace datapath resolves a tunnel's next hop itself: given, no copy waits on ARP
+        node.run_in_node("ovs-appctl", "--target=%s/ovs-vswitchd.ctl" % node.box.dir,
+                         "tnl/arp/set", "br-und", "10.97.0.2", "0a:00:00:00:97:02")
+        tap = {"name": "pa-gre", "source": {"port": "pod-a"}, "direction": "egress",
+               "collector": {"address": "10.97.0.2", "encapsulation": "gre", "key": 5}}
+        with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + remote_taps.TABLES) as db:
+            execute(db, lambda v: remote_taps.plan_taps(v, [("config[0]", tap)], "merged"), write=True)
+        kind, options = tunnel_port(node, "ovn-pa-gre", present=True)
+        assert (kind, options["remote_ip"], options["key"]) == ("gre", "10.97.0.2", "5")
+        node.wait_hv()
+
+        def copies(count):
+            node.purge_flows()
+            before = rx_packets(sink, "eth0")
+            assert ping(node.pod_a, "172.16.2.10", count=count, wait=2)
+            return rx_packets(sink, "eth0") - before
+
+        assert copies(10) >= 10, "each request pod-a sends is copied to 10.97.0.2 (which is on no logical network: only the tunnel reaches it)"
+        with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + remote_taps.TABLES) as db:
+            execute(db, lambda v: remote_taps.plan_taps(v, [("config[0]", {"name": "pa-gre"})], "deleted"),
+                    write=True)
+        assert tunnel_port(node, "ovn-pa-gre", present=False)
+        assert [m for m in node.box.rows("ovs", "Mirror") if m["name"] == "pa-gre"] == []
+        assert copies(10) < 10, "deleted: the requests are copied no more"
+    finally:
+        node.box.run("ovs-vsctl", "--db=" + node.box.ovs_db, "--if-exists", "del-br", "br-und")
 
 
 def chains_rows(node):
