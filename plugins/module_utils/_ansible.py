@@ -16,13 +16,16 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from .cluster import trace
 from .common.addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
 from .common import versions
 from .common.errors import Ovn4nfvError, ValidationError
-from .ovsdb.connection import DEFAULT_TIMEOUT, Database, HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS
+from .ovsdb.connection import (
+    DEFAULT_SB_DB, DEFAULT_TIMEOUT, SB_SCHEMA, Database, HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS)
 from .ovsdb.execution import execute, reconcile, reconcile_items
 from .ovsdb.operations import render_ops
 from .ovsdb.plan import STATES, WRITE_STATES, planning_state, validate_config
+from .ovsdb.view import View
 
 
 def connection_argument_spec(default_db):
@@ -132,6 +135,28 @@ def run_info_module(default_db, schema, sections, argument_spec=None):
             gathered = reconcile(resource, [], "gathered", database).gathered
             result[key] = gathered[0] if resource.identity == () and gathered else gathered
     module.exit_json(**result)
+
+
+def run_trace_module(argument_spec):
+    """Run ``network_trace``: check the request, read the southbound
+    database, trace; a read, so check mode is the same run."""
+    spec = dict(argument_spec)
+    spec.update(connection_argument_spec(DEFAULT_SB_DB))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    require_libraries(module)
+    p = module.params
+
+    def end(name):
+        return dict((k, v) for k, v in (p[name] or {}).items() if v is not None)
+    try:
+        trace.check_format(end("source"), end("destination"), p["protocol"], p["port"])
+    except ValidationError as exc:
+        fail(module, exc)
+    with connected(module, trace.TABLES, SB_SCHEMA) as database:
+        result = database.read(lambda idl: trace.trace(
+            View(idl), p["db"], end("source"), end("destination"), p["protocol"], p["port"], p["timeout"],
+            (p["private_key"], p["certificate"], p["ca_cert"])))
+    module.exit_json(changed=False, **result)
 
 
 @contextlib.contextmanager
