@@ -26,7 +26,9 @@ LISTENERS = ["ovn_connection"]
 ON_A_NODE = ["traffic_tap"]
 # Moves host NICs: its examples run in test_uplink.py, in a namespace.
 IN_A_NAMESPACE = ["ovs_uplink"]
-ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE
+# Traces pods of the lab's shape: its examples run in test_trace.py.
+TRACED = ["network_trace"]
+ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE + TRACED
 
 
 def examples(module):

@@ -1,0 +1,91 @@
+"""network_trace through ansible-playbook against a real NB and SB with
+ovn-northd: the module's own examples, as written, on networks shaped as
+the lab's; a link the router drops, port security that drops a forged
+source, and bad requests refused before anything is read."""
+
+import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_routers import StaticRoute
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
+
+from playbook import run_playbook
+from test_examples import example_tasks
+
+PORTS = [("default_pod-w1a_eth0", "ovn-net1", "0a:00:00:00:21:03", "172.16.33.3"),
+         ("default_pod-w1b_eth0", "ovn-net1", "0a:00:00:00:21:04", "172.16.33.4"),
+         ("default_pod-w2a_eth0", "ovn-net1", "0a:00:00:00:21:05", "172.16.33.5"),
+         ("default_web-w2_net1", "ovn-net2", "0a:00:00:00:22:07", "172.16.44.7")]
+
+
+@pytest.fixture
+def cluster(sandbox):
+    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"), write=True)
+        items = [(w, vn.check_format(x, w)) for w, x in (
+            ("a", {"name": "ovn-net1", "subnet": "172.16.33.0/24"}),
+            ("b", {"name": "ovn-net2", "subnet": "172.16.44.0/24"}))]
+        execute(db, lambda v: vn.plan_networks(v, items, "merged", "ovn", False), write=True)
+        reconcile(LogicalSwitchPort(), [
+            {"name": name, "switch": switch, "addresses": ["%s %s" % (mac, ip)],
+             "port_security": ["%s %s" % (mac, ip)]} for name, switch, mac, ip in PORTS], "merged", db)
+        # 10.99.0.0/16 goes nowhere: the router drops what is sent there
+        reconcile(StaticRoute(), [{"router": "ovn4nfv-master", "ip_prefix": "10.99.0.0/16",
+                                   "nexthop": "discard"}], "merged", db)
+    sandbox.nbctl("--wait=sb", "sync")
+    return sandbox
+
+
+def trace_task(name, params, db):
+    return {"name": name, "ovn4nfv.k8s.network_trace": dict(params, db=db), "ignore_errors": True}
+
+
+def test_network_trace_examples_and_verdicts(cluster, collections_path):
+    box = cluster
+    defaults = {"group/ovn4nfv.k8s.ovsdb": {"timeout": 20}}
+    examples = [dict(t, **{"ovn4nfv.k8s.network_trace": dict(t["ovn4nfv.k8s.network_trace"], db=box.sb_db)})
+                if "ovn4nfv.k8s.network_trace" in t else t for t in example_tasks(["network_trace"])]
+    tasks = examples + [
+        trace_task("routed", {"source": {"port": "default_pod-w1a_eth0"},
+                              "destination": {"pod": "web-w2", "interface": "net1"}}, box.sb_db),
+        trace_task("discarded", {"source": {"pod": "pod-w1a", "interface": "eth0"},
+                                 "destination": {"address": "10.99.1.1"}}, box.sb_db),
+        trace_task("nobody", {"source": {"pod": "pod-w1a", "interface": "eth0"},
+                              "destination": {"address": "172.16.44.99"}}, box.sb_db),
+        trace_task("bad_no_source", {"source": {"interface": "eth0"},
+                                     "destination": {"address": "10.99.1.1"}}, box.sb_db),
+        trace_task("bad_port", {"source": {"port": "default_pod-w1a_eth0"}, "destination": {"address": "172.16.33.5"},
+                                "protocol": "tcp", "port": 70000}, box.sb_db),
+        trace_task("unknown_port", {"source": {"port": "default_nobody_eth0"},
+                                    "destination": {"address": "172.16.33.5"}}, box.sb_db),
+    ]
+    r, proc = run_playbook(collections_path, tasks, module_defaults=defaults)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    first = r["network_trace #0: How does pod-w1a's eth0 reach 172.16.33.5?"]
+    assert first["changed"] is False and first["verdict"] == "delivered", first
+    assert first["where"] == "to port default_pod-w2a_eth0 on ovn-net1"
+    assert [h["datapath"] for h in first["hops"] if h["direction"] == "ingress"] == ["ovn-net1"]
+    assert r["network_trace #1: Say where it ends"]["msg"][-1].startswith("delivered to port default_pod-w2a_eth0")
+    tcp = r["network_trace #2: TCP from an address on ovn-net1 to the web pod's net1, port 80"]
+    assert tcp["source_port"] == "default_pod-w1b_eth0" and "tcp.dst == 80" in tcp["flow"]
+    assert tcp["verdict"] == "delivered" and tcp["where"] == "to port default_web-w2_net1 on ovn-net2"
+    routed = r["routed"]
+    assert [h["datapath"] for h in routed["hops"] if h["direction"] == "ingress"] == [
+        "ovn-net1", "ovn4nfv-master", "ovn-net2"]
+    [router] = [h for h in routed["hops"] if h["datapath"] == "ovn4nfv-master" and h["direction"] == "ingress"]
+    assert [e["kind"] for e in router["events"]] == ["route"] and "172.16.44.0/24" in router["events"][0]["match"]
+    assert r["discarded"]["verdict"] == "dropped" and "ovn4nfv-master" in r["discarded"]["where"]
+    assert r["discarded"]["lines"][-1].startswith("dropped by ovn4nfv-master lr_in_ip_routing")
+    assert r["nobody"]["verdict"] == "unresolved", r["nobody"]
+    assert r["nobody"]["where"].startswith("ovn4nfv-master has no MAC for the next hop")
+    assert [h["datapath"] for h in r["nobody"]["hops"] if h["direction"] == "ingress"] == [
+        "ovn-net1", "ovn4nfv-master"], "the ARP request the router floods is not the packet traced"
+    for case, words in (("bad_no_source", ["source", "give a port"]), ("bad_port", ["port", "70000"]),
+                        ("unknown_port", ["default_nobody_eth0", "not bound"])):
+        assert r[case].get("failed") is True, case
+        for word in words:
+            assert word in r[case]["msg"], (case, word, r[case]["msg"])
