@@ -560,6 +560,12 @@ def matrix(proc, kind="link"):
     return lines
 
 
+def traces(proc):
+    """verify.yml's trace of each broken link: ``<link> trace: <hops> | <verdict>``."""
+    return [m.group(1) for m in (re.search(r'"(\S+ -> \S+ .* trace: .*)",?$', line.strip())
+                                 for line in proc.stdout.splitlines()) if m]
+
+
 def deletion_check():
     """A backend deleted stops receiving traffic, and a chain whose function
     is deleted fails closed, then mends when it is back: delete web-w2 and
@@ -677,7 +683,7 @@ def main(argv=None):
         extra = verify_vars() if args.command == "verify" else ()
         seconds, recap, proc = playbook(args.command + ".yml", *extra, check=False)
         if args.command == "verify":
-            print("\n".join(matrix(proc) + [r for kind in ROW_KINDS for r in matrix(proc, kind)]))
+            print("\n".join(matrix(proc) + [r for kind in ROW_KINDS for r in matrix(proc, kind)] + traces(proc)))
         for line in proc.stdout.splitlines():
             if line.startswith("[ERROR]: Task failed: Action failed: "):
                 print(line[len("[ERROR]: Task failed: Action failed: "):].strip())
