@@ -12,16 +12,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
+import json
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from .cluster import trace
 from .common.addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
 from .common import versions
 from .common.errors import Ovn4nfvError, ValidationError
 from .ovsdb.connection import (
-    DEFAULT_SB_DB, DEFAULT_TIMEOUT, SB_SCHEMA, Database, HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS)
+    DEFAULT_NB_DB, DEFAULT_SB_DB, DEFAULT_TIMEOUT, NB_SCHEMA, SB_SCHEMA, Database, HAS_OVSDBAPP,
+    OVSDBAPP_IMPORT_ERROR, TLS)
 from .ovsdb.execution import execute, reconcile, reconcile_items
 from .ovsdb.operations import render_ops
 from .ovsdb.plan import STATES, WRITE_STATES, planning_state, validate_config
@@ -140,6 +141,7 @@ def run_info_module(default_db, schema, sections, argument_spec=None):
 def run_trace_module(argument_spec):
     """Run ``network_trace``: check the request, read the southbound
     database, trace; a read, so check mode is the same run."""
+    from .cluster import trace      # only this module's task needs it
     spec = dict(argument_spec)
     spec.update(connection_argument_spec(DEFAULT_SB_DB))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
@@ -157,6 +159,48 @@ def run_trace_module(argument_spec):
             View(idl), p["db"], end("source"), end("destination"), p["protocol"], p["port"], p["timeout"],
             (p["private_key"], p["certificate"], p["ca_cert"])))
     module.exit_json(changed=False, **result)
+
+
+def run_audit_module(argument_spec):
+    """Run ``network_audit``: read the API's pods (with a kubeconfig), the
+    NB and the SB; find; with ``state: repaired``, mend in one NB
+    transaction (in check mode, say what it would mend)."""
+    from .cluster import audit      # only this module's task needs it
+    spec = dict(argument_spec)
+    spec.update(connection_argument_spec(DEFAULT_NB_DB))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    require_libraries(module)
+    p = module.params
+    pods = None
+    if p["kubeconfig"]:
+        try:
+            from .daemons.settings import kubernetes_api_client
+            from kubernetes import client
+            api = client.CoreV1Api(kubernetes_api_client(p["kubeconfig"]))
+            listed = json.loads(api.list_pod_for_all_namespaces(_preload_content=False).data)
+        except Exception as exc:  # noqa: any failure of the API client is the task's
+            module.fail_json(msg="cannot list the pods with %s: %s" % (p["kubeconfig"], exc))
+        pods = [audit.pod_of(item) for item in listed.get("items", [])]
+    try:
+        sb = _connect(module, audit.SB_TABLES, SB_SCHEMA, "sb_db") if p["sb_db"] else None
+    except Ovn4nfvError as exc:
+        fail(module, exc)
+    try:
+        with connected(module, audit.NB_TABLES, NB_SCHEMA) as nb:
+            def found(nb_view):
+                if sb is None:
+                    return audit.audit(nb_view, None, pods)
+                return sb.read(lambda idl: audit.audit(nb_view, View(idl), pods))
+            findings, skipped = nb.read(lambda idl: found(View(idl)))
+            write = p["state"] == "repaired" and not module.check_mode
+            repair = execute(nb, lambda view: audit.plan_repair(view, findings), write) \
+                if p["state"] == "repaired" else None
+    finally:
+        if sb is not None:
+            sb.close()
+    module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
+                     lines=audit.lines(findings, skipped),
+                     repaired=repair.operations() if repair is not None and repair.changed else [])
 
 
 @contextlib.contextmanager

@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cluster audit: what the Kubernetes API, the northbound and the
+southbound say about the product's objects, correlated, as findings.
+
+Each finding is data: a ``class``, a ``severity`` (``error``: traffic is
+or will be wrong; ``warning``: something is left behind), the ``layer``
+where it shows, the ``objects`` involved, a ``message``, and the
+``repair`` the audit would make, or None when mending it is not the
+product's to decide (which of two holders of one address keeps it?) or is
+another part's job (the watcher makes a pod's missing port, and says why
+it does not in the pod's Events).
+
+The audit reads; :func:`plan_repair` is the one transaction on the
+northbound that mends what the product owns: it deletes the ports of pods
+that are gone. Classes that need the API are skipped, and said so, when
+there is none; those that need the southbound likewise.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ..common.errors import ValidationError
+from ..ovsdb.execution import Batch
+from . import annotations, networks as vn
+from .pod_addresses import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, held_addresses, is_pod_port
+from .pod_ports import plan_delete
+from .topology import role_of
+
+NB_TABLES = ("Logical_Switch", "Logical_Switch_Port", "Logical_Router")
+SB_TABLES = ("Port_Binding", "Chassis")
+LEAKED = "leaked_port"
+MISSING = "missing_port"
+DUPLICATE_IP = "duplicate_ip"
+DUPLICATE_MAC = "duplicate_mac"
+OUTSIDE = "address_outside_network"
+UNBOUND = "port_not_bound"
+ELSEWHERE = "port_bound_elsewhere"
+GATEWAY = "gateway_on_missing_chassis"
+CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, UNBOUND, ELSEWHERE, GATEWAY)
+
+
+def finding(kind, severity, layer, objects, message, repair=None):
+    return {"class": kind, "severity": severity, "layer": layer, "objects": sorted(objects),
+            "message": message, "repair": repair}
+
+
+def pod_of(obj):
+    """The audit's view of a pod object from the API: namespace, name, UID,
+    node and annotations."""
+    meta = obj.get("metadata") or {}
+    return {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid"),
+            "node": (obj.get("spec") or {}).get("nodeName"), "annotations": meta.get("annotations") or {}}
+
+
+def _ports(nb):
+    return [row for row in nb.rows("Logical_Switch_Port") if is_pod_port(row)]
+
+
+def _switch_of(nb):
+    return dict((port.uuid, switch) for switch in nb.rows("Logical_Switch") for port in switch.ports)
+
+
+def audit_pods(nb, pods):
+    """Ports of pods that are gone, and requested interfaces with no port."""
+    out = []
+    live = dict((p["uid"], p) for p in pods)
+    leaked = {}
+    for row in _ports(nb):
+        if row.external_ids.get(K_UID) not in live:
+            leaked.setdefault(row.external_ids.get(K_UID), []).append(row)
+    for uid, rows in sorted(leaked.items()):
+        ids = rows[0].external_ids
+        out.append(finding(LEAKED, "warning", "nb", [r.name for r in rows],
+                           "pod %s/%s (uid %s) is gone, its ports are not" % (
+                               ids.get(K_NAMESPACE), ids.get(K_POD), uid),
+                           "delete the ports %s" % ", ".join(sorted(r.name for r in rows))))
+    have = set((r.external_ids.get(K_UID), r.external_ids.get(K_INTERFACE)) for r in _ports(nb))
+    for pod in sorted(pods, key=lambda p: (p["namespace"], p["name"])):
+        try:
+            _source, requests = annotations.parse_requests(pod["annotations"])
+        except ValidationError:
+            continue            # refused, and said so in the pod's Events: not a drift
+        identity = Pod(pod["namespace"], pod["name"], pod["uid"])
+        missing = [r.interface for r in requests if (pod["uid"], r.interface) not in have]
+        if missing:
+            out.append(finding(MISSING, "error", "nb", [identity.port_name(i) for i in missing],
+                               "pod %s asks for %s and has no port for it (see its Events)" % (
+                                   identity, ", ".join(missing))))
+    return out
+
+
+def audit_addresses(nb):
+    """One IP held twice on a switch, one MAC held twice anywhere, and an
+    address outside its network's subnet."""
+    out = []
+    switch_of = _switch_of(nb)
+    settings = vn.read_network_settings(nb)
+    by_ip, by_mac = {}, {}
+    for row in _ports(nb):
+        switch = switch_of.get(row.uuid)
+        mac, ips = held_addresses(row)
+        if mac:
+            by_mac.setdefault(mac, []).append(row.name)
+        network = settings.get(switch.name) if switch is not None else None
+        for ip in ips:
+            by_ip.setdefault((switch.name if switch is not None else None, str(ip)), []).append(row.name)
+            subnet = (network.subnet if ip.version == 4 else network.subnet6) if network else None
+            if subnet is not None and ip not in subnet:
+                out.append(finding(OUTSIDE, "error", "nb", [row.name], "port %s holds %s, outside %s's %s" % (
+                    row.name, ip, switch.name, subnet)))
+    for (switch, ip), names in sorted(by_ip.items()):
+        if len(names) > 1:
+            out.append(finding(DUPLICATE_IP, "error", "nb", names, "%s is held by %s on %s" % (
+                ip, " and ".join(sorted(names)), switch)))
+    for mac, names in sorted(by_mac.items()):
+        if len(names) > 1:
+            out.append(finding(DUPLICATE_MAC, "error", "nb", names, "%s is held by %s" % (
+                mac, " and ".join(sorted(names)))))
+    return out
+
+
+def _chassis_names(sb):
+    """``{chassis name: hostname}`` of the registered chassis."""
+    return dict((row.name, row.hostname or row.name) for row in sb.rows("Chassis"))
+
+
+def audit_bindings(nb, sb, pods):
+    """A running pod's port not bound, or bound to another node's chassis
+    than the pod's; a gateway router pinned to a chassis that is not
+    registered."""
+    out = []
+    chassis = _chassis_names(sb)
+    bound = {}
+    for row in sb.rows("Port_Binding"):
+        where = row.chassis[0] if isinstance(row.chassis, list) and row.chassis else row.chassis
+        bound[row.logical_port] = chassis.get(where.name, where.name) if where else None
+    if pods is not None:
+        live = dict((p["uid"], p) for p in pods)
+        for row in _ports(nb):
+            pod = live.get(row.external_ids.get(K_UID))
+            if pod is None or not pod.get("node"):
+                continue
+            host = bound.get(row.name)
+            if host is None:
+                out.append(finding(UNBOUND, "error", "sb", [row.name],
+                                   "port %s of pod %s/%s on %s is bound to no chassis" % (
+                                       row.name, pod["namespace"], pod["name"], pod["node"])))
+            elif host != pod["node"]:
+                out.append(finding(ELSEWHERE, "error", "sb", [row.name],
+                                   "port %s of pod %s/%s on %s is bound on %s" % (
+                                       row.name, pod["namespace"], pod["name"], pod["node"], host)))
+    for router in nb.rows("Logical_Router"):
+        pinned = router.options.get("chassis")
+        if role_of(router) and pinned and pinned not in chassis:
+            out.append(finding(GATEWAY, "error", "sb", [router.name],
+                               "gateway router %s is pinned to chassis %s, which is not registered" % (
+                                   router.name, pinned)))
+    return out
+
+
+def audit(nb, sb=None, pods=None):
+    """Every finding, and the classes skipped for want of a layer."""
+    findings, skipped = audit_addresses(nb), []
+    if pods is not None:
+        findings += audit_pods(nb, pods)
+    else:
+        skipped += [LEAKED, MISSING]
+    if sb is not None:
+        findings += audit_bindings(nb, sb, pods)
+    if sb is None:
+        skipped += [UNBOUND, ELSEWHERE, GATEWAY]
+    elif pods is None:
+        skipped += [UNBOUND, ELSEWHERE]
+    return sorted(findings, key=lambda f: (CLASSES.index(f["class"]), f["objects"])), skipped
+
+
+def plan_repair(nb, findings):
+    """The one northbound transaction that mends what the product owns:
+    the ports of pods that are gone."""
+    batch = Batch()
+    uids = sorted(set(row.external_ids.get(K_UID) for row in _ports(nb)
+                      if any(f["class"] == LEAKED and row.name in f["objects"] for f in findings)))
+    for uid in uids:
+        for plan_ in plan_delete(nb, uid).plans:
+            batch.add(plan_)
+    return batch
+
+
+def lines(findings, skipped=()):
+    """One readable line per finding, and the classes not looked at."""
+    out = ["%-7s %s: %s%s" % (f["severity"].upper(), f["class"], f["message"],
+                              (" (repair: %s)" % f["repair"]) if f["repair"] else "") for f in findings]
+    if skipped:
+        out.append("skipped %s" % ", ".join(skipped))
+    return out

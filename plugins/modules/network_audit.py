@@ -1,0 +1,123 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: network_audit
+short_description: Correlate the Kubernetes API, the OVN northbound and southbound, and mend the drift
+version_added: 0.2.0
+description:
+  - Reads the pods from the Kubernetes API, and the northbound and southbound databases, and reports
+    what does not agree, as findings (a class, a severity, the layer, the objects involved, a message,
+    and the repair it would make) and as readable lines.
+  - "Classes: V(leaked_port), a pod port whose pod is gone; V(missing_port), a pod's requested interface
+    with no port; V(duplicate_ip), one address held twice on a network; V(duplicate_mac), one MAC held
+    twice; V(address_outside_network), an address outside its network's subnet; V(port_not_bound), a
+    running pod's port bound to no chassis; V(port_bound_elsewhere), bound to another node's chassis
+    than the pod's; V(gateway_on_missing_chassis), a gateway router pinned to a chassis that is not
+    registered."
+  - Without O(kubeconfig) the classes that need the API are skipped; without O(sb_db) those that need
+    the southbound. RV(skipped) names them.
+  - With O(state=repaired) it mends what the product owns, in one northbound transaction (today, the
+    ports of pods that are gone), and reports what it did; check mode reports what it would do. The
+    other findings are reported only, because mending them is not the product's to decide (which of
+    two holders keeps an address?) or is another part's job (the watcher makes a missing port, and
+    says in the pod's Events why it does not).
+  - Run it where the databases are, the central.
+author:
+  - ovn4nfv.k8s developers (@ovn4nfv-k8s)
+options:
+  state:
+    description:
+      - V(audited) reads and reports, and writes nothing; V(repaired) also mends.
+    type: str
+    choices: [audited, repaired]
+    default: audited
+  kubeconfig:
+    description:
+      - A kubeconfig that may list pods in every namespace (the watcher's will do).
+    type: path
+  db:
+    description:
+      - The OVN northbound database remote, as in C(ovn-nbctl --db).
+    type: str
+    default: unix:/var/run/ovn/ovnnb_db.sock
+  sb_db:
+    description:
+      - The OVN southbound database remote, as in C(ovn-sbctl --db); V("") skips the southbound.
+    type: str
+    default: unix:/var/run/ovn/ovnsb_db.sock
+extends_documentation_fragment:
+  - ovn4nfv.k8s.ovsdb
+attributes:
+  check_mode:
+    description: With O(state=repaired), reports the repair without making it.
+    support: full
+  diff_mode:
+    description: The repair is in RV(repaired), one line per object.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: What does not agree?
+  ovn4nfv.k8s.network_audit:
+    kubeconfig: /etc/ovn4nfv/watcher.kubeconfig
+  register: audit
+
+- name: Say it
+  ansible.builtin.debug:
+    msg: "{{ audit.lines }}"
+
+- name: Mend what the product owns
+  ovn4nfv.k8s.network_audit:
+    kubeconfig: /etc/ovn4nfv/watcher.kubeconfig
+    state: repaired
+"""
+
+RETURN = r"""
+findings:
+  description: What does not agree, one entry per finding.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"class": "leaked_port", "severity": "warning", "layer": "nb",
+            "objects": ["default_web_net0"], "message": "pod default/web (uid 7f3c) is gone, its ports are not",
+            "repair": "delete the ports default_web_net0"}]
+skipped:
+  description: The classes not looked at, for want of the API or the southbound.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+lines:
+  description: One readable line per finding, and the classes skipped.
+  returned: always
+  type: list
+  elements: str
+  sample: ["WARNING leaked_port: pod default/web (uid 7f3c) is gone, its ports are not (repair: ...)"]
+repaired:
+  description: What the repair did (in check mode, would do), one line per object.
+  returned: always
+  type: list
+  elements: str
+  sample: ["delete logical_switch_port default_web_net0"]
+"""
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_audit_module
+
+
+def main():
+    run_audit_module(dict(
+        state=dict(type="str", choices=["audited", "repaired"], default="audited"),
+        kubeconfig=dict(type="path"),
+        sb_db=dict(type="str", default="unix:/var/run/ovn/ovnsb_db.sock"),
+    ))
+
+
+if __name__ == "__main__":
+    main()
