@@ -28,7 +28,9 @@ ON_A_NODE = ["traffic_tap"]
 IN_A_NAMESPACE = ["ovs_uplink"]
 # Traces pods of the lab's shape: its examples run in test_trace.py.
 TRACED = ["network_trace"]
-ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE + TRACED
+# Needs the API too: its examples run in test_audit.py, with the API stand-in.
+AUDITED = ["network_audit"]
+ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE + TRACED + AUDITED
 
 
 def examples(module):

@@ -1,0 +1,141 @@
+"""network_audit through ansible-playbook, against a real NB and SB with
+ovn-northd and the Kubernetes API stand-in (the watcher's service account):
+drift injected on purpose, found by class, mended in check mode (nothing
+written) and for real (only what the product owns), and found no more."""
+
+import json
+import shlex
+
+import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import Pod
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
+
+from kube_api_standin import WATCHER, KubeAPIStandIn
+from playbook import run_playbook
+from sandbox import stable_dump
+from test_examples import example_tasks
+
+REQUEST = {ann.OVN_NETWORK: json.dumps([{"name": "net1", "interface": "net0"}])}
+
+
+@pytest.fixture
+def api():
+    server = KubeAPIStandIn()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def port(name, mac, ip, pod):
+    return {"name": name, "switch": "net1", "addresses": ["%s %s" % (mac, ip)], "external_ids": pod.marks("net0")}
+
+
+@pytest.fixture
+def drifted(sandbox, api):
+    """web (served), lost (asks, has no port), odd (its port outside the
+    subnet), and the ports of gone and twin, pods the API does not have
+    (twin holding web's address); a gateway router on an unregistered
+    chassis; no chassis at all, so no port is bound."""
+    web = api.create_pod("default", "web", REQUEST)
+    api.create_pod("default", "lost", REQUEST)
+    odd = api.create_pod("default", "odd", REQUEST)
+    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"), write=True)
+        execute(db, lambda v: plan_gateways(v, [("config[0]", {
+            "node": "worker9", "external_ip": "192.168.50.19/24", "external_gateway": "192.168.50.1"})],
+            "merged"), write=True)
+        execute(db, lambda v: vn.plan_networks(v, [("a", vn.check_format(
+            {"name": "net1", "subnet": "172.16.1.0/24"}, "a"))], "merged", "ovn", False), write=True)
+        pods = dict((m["metadata"]["name"], Pod("default", m["metadata"]["name"], m["metadata"]["uid"]))
+                    for m in (web, odd))
+        pods.update(gone=Pod("default", "gone", "uid-gone"), twin=Pod("default", "twin", "uid-twin"))
+        reconcile(LogicalSwitchPort(), [
+            port("default_web_net0", "0a:00:00:00:01:14", "172.16.1.20", pods["web"]),
+            port("default_gone_net0", "0a:00:00:00:01:16", "172.16.1.22", pods["gone"])], "merged", db)
+    # what the product would refuse to write, made by hand as drift is
+    for name, mac, ip, pod in (("default_odd_net0", "0a:00:00:00:01:15", "10.9.9.9", pods["odd"]),
+                               ("default_twin_net0", "0a:00:00:00:01:17", "172.16.1.20", pods["twin"])):
+        marks = ["external_ids:%s=%s" % (k, json.dumps(v)) for k, v in sorted(pod.marks("net0").items())]
+        sandbox.nbctl("lsp-add", "net1", name, "--", "set", "Logical_Switch_Port", name,
+                      'addresses="%s %s"' % (mac, ip), *marks,
+                      "external_ids:ovn4nfv-owner=ovn4nfv.k8s")
+    return sandbox
+
+
+def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collections_path, tmp_path):
+    box = drifted
+    kubeconfig = api.kubeconfig(str(tmp_path / "watcher.kubeconfig"), WATCHER)
+    dump = " && ".join(" ".join(shlex.quote(a) for a in cmd) for cmd in box.dump_commands("nb"))
+
+    def audit(name, state="audited", check=False, **extra):
+        task = {"name": name, "ovn4nfv.k8s.network_audit": dict(
+            {"state": state, "kubeconfig": kubeconfig, "db": box.nb_db, "sb_db": box.sb_db}, **extra)}
+        if check:
+            task["check_mode"] = True
+        return task
+
+    tasks = [
+        audit("first"),
+        {"name": "dump0", "ansible.builtin.shell": dump, "changed_when": False},
+        audit("repair_check", "repaired", check=True),
+        {"name": "dump1", "ansible.builtin.shell": dump, "changed_when": False},
+        audit("repair", "repaired"),
+        audit("repair_again", "repaired"),
+        audit("after"),
+        {"name": "no_layers", "ovn4nfv.k8s.network_audit": {"db": box.nb_db, "sb_db": ""}},
+    ]
+    r, proc = run_playbook(collections_path, tasks)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+
+    def classes(result):
+        return sorted((f["class"], tuple(f["objects"])) for f in result["findings"])
+
+    assert r["first"]["changed"] is False and r["first"]["skipped"] == []
+    assert classes(r["first"]) == sorted([
+        ("leaked_port", ("default_gone_net0",)), ("leaked_port", ("default_twin_net0",)),
+        ("missing_port", ("default_lost_net0",)),
+        ("duplicate_ip", ("default_twin_net0", "default_web_net0")),
+        ("address_outside_network", ("default_odd_net0",)),
+        ("port_not_bound", ("default_odd_net0",)), ("port_not_bound", ("default_web_net0",)),
+        ("gateway_on_missing_chassis", ("gr-worker9",))])
+    assert any(line.startswith("WARNING leaked_port: pod default/gone (uid uid-gone) is gone")
+               for line in r["first"]["lines"])
+
+    assert r["repair_check"]["changed"] is True
+    assert sorted(r["repair_check"]["repaired"]) == sorted(r["repair"]["repaired"])
+    assert stable_dump(r["dump0"]["stdout"]) == stable_dump(r["dump1"]["stdout"]), "check mode wrote"
+    assert r["repair"]["changed"] is True and r["repair_again"]["changed"] is False
+    ports = sorted(p["name"] for p in box.rows("nb", "Logical_Switch_Port") if p["name"].startswith("default_"))
+    assert ports == ["default_odd_net0", "default_web_net0"], "only the gone pods' ports were deleted"
+    assert [c for c, _o in classes(r["after"])] == [
+        "address_outside_network", "gateway_on_missing_chassis", "missing_port",
+        "port_not_bound", "port_not_bound"]
+    assert r["no_layers"]["skipped"] == ["leaked_port", "missing_port", "port_not_bound",
+                                        "port_bound_elsewhere", "gateway_on_missing_chassis"]
+    assert [f["class"] for f in r["no_layers"]["findings"]] == ["address_outside_network"]
+
+
+def test_network_audit_examples_run(drifted, api, collections_path, tmp_path):
+    """The module's examples, as written but for where the kubeconfig and
+    the databases are."""
+    kubeconfig = api.kubeconfig(str(tmp_path / "watcher.kubeconfig"), WATCHER)
+    tasks = []
+    for task in example_tasks(["network_audit"]):
+        if "ovn4nfv.k8s.network_audit" in task:
+            task = dict(task, **{"ovn4nfv.k8s.network_audit": dict(
+                task["ovn4nfv.k8s.network_audit"], kubeconfig=kubeconfig, db=drifted.nb_db, sb_db=drifted.sb_db)})
+        tasks.append(task)
+    r, proc = run_playbook(collections_path, tasks)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    said = r["network_audit #1: Say it"]["msg"]
+    assert len(said) == 8 and any("leaked_port" in line for line in said)
+    assert r["network_audit #2: Mend what the product owns"]["changed"] is True
