@@ -671,7 +671,7 @@ def main(argv=None):
                         help="which containers up, down and api act on (the molecule scenarios' own "
                              "sets; the other commands are the lab's)")
     parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site", "networks",
-                                            "pods", "verify", "reset", "run", "reboot", "core-tests"])
+                                            "pods", "verify", "reset", "audit", "run", "reboot", "core-tests"])
     parser.add_argument("node", nargs="?", help="reboot: the node (master, worker1, ...)")
     parser.add_argument("--debian", choices=list(RELEASES) + ["mixed"],
                         help="the nodes' Debian release (default: $OVN4NFV_DEBIAN, else %s)" % DEFAULT_RELEASE)
@@ -679,11 +679,14 @@ def main(argv=None):
     if args.debian:
         os.environ["OVN4NFV_DEBIAN"] = args.debian
     lab = SETS[args.set]
-    if args.command in ("site", "networks", "verify", "reset"):
+    if args.command in ("site", "networks", "verify", "reset", "audit"):
         extra = verify_vars() if args.command == "verify" else ()
         seconds, recap, proc = playbook(args.command + ".yml", *extra, check=False)
         if args.command == "verify":
             print("\n".join(matrix(proc) + [r for kind in ROW_KINDS for r in matrix(proc, kind)] + traces(proc)))
+        if args.command == "audit":
+            print("\n".join(m.group(1) for m in (re.search(r'"((?:WARNING|ERROR|REPAIRED|skipped) .*)",?$', line.strip())
+                                                  for line in proc.stdout.splitlines()) if m))
         for line in proc.stdout.splitlines():
             if line.startswith("[ERROR]: Task failed: Action failed: "):
                 print(line[len("[ERROR]: Task failed: Action failed: "):].strip())
