@@ -41,10 +41,10 @@ def port(name, mac, ip, pod):
 
 @pytest.fixture
 def drifted(sandbox, api):
-    """web (served), lost (asks, has no port), odd (its port outside the
-    subnet), and the ports of gone and twin, pods the API does not have
-    (twin holding web's address); a gateway router on an unregistered
-    chassis; no chassis at all, so no port is bound."""
+    """web (served, but its port bound on another node's chassis), lost
+    (asks, has no port), odd (its port outside the subnet), and the ports of
+    gone and twin, pods the API does not have (twin holding web's address);
+    a gateway router on an unregistered chassis."""
     web = api.create_pod("default", "web", REQUEST)
     api.create_pod("default", "lost", REQUEST)
     odd = api.create_pod("default", "odd", REQUEST)
@@ -68,6 +68,12 @@ def drifted(sandbox, api):
         sandbox.nbctl("lsp-add", "net1", name, "--", "set", "Logical_Switch_Port", name,
                       'addresses="%s %s"' % (mac, ip), *marks,
                       "external_ids:ovn4nfv-owner=ovn4nfv.k8s")
+    # odd's port bound on its node's chassis, web's on another node's
+    sandbox.nbctl("--wait=sb", "sync")
+    for chassis, ip in (("node1", "127.0.0.11"), ("worker5", "127.0.0.15")):
+        sandbox.sbctl("chassis-add", chassis, "geneve", ip)
+    sandbox.sbctl("lsp-bind", "default_odd_net0", "node1")
+    sandbox.sbctl("lsp-bind", "default_web_net0", "worker5")
     return sandbox
 
 
@@ -105,7 +111,7 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
         ("missing_port", ("default_lost_net0",)),
         ("duplicate_ip", ("default_twin_net0", "default_web_net0")),
         ("address_outside_network", ("default_odd_net0",)),
-        ("port_not_bound", ("default_odd_net0",)), ("port_not_bound", ("default_web_net0",)),
+        ("port_bound_elsewhere", ("default_web_net0",)),
         ("gateway_on_missing_chassis", ("gr-worker9",))])
     assert any(line.startswith("WARNING leaked_port: pod default/gone (uid uid-gone) is gone")
                for line in r["first"]["lines"])
@@ -117,8 +123,9 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     ports = sorted(p["name"] for p in box.rows("nb", "Logical_Switch_Port") if p["name"].startswith("default_"))
     assert ports == ["default_odd_net0", "default_web_net0"], "only the gone pods' ports were deleted"
     assert [c for c, _o in classes(r["after"])] == [
-        "address_outside_network", "gateway_on_missing_chassis", "missing_port",
-        "port_not_bound", "port_not_bound"]
+        "address_outside_network", "gateway_on_missing_chassis", "missing_port", "port_bound_elsewhere"]
+    assert "is bound on worker5" in [f for f in r["after"]["findings"]
+                                     if f["class"] == "port_bound_elsewhere"][0]["message"]
     assert r["no_layers"]["skipped"] == ["leaked_port", "missing_port", "port_not_bound",
                                         "port_bound_elsewhere", "gateway_on_missing_chassis"]
     assert [f["class"] for f in r["no_layers"]["findings"]] == ["address_outside_network"]
@@ -137,5 +144,5 @@ def test_network_audit_examples_run(drifted, api, collections_path, tmp_path):
     r, proc = run_playbook(collections_path, tasks)
     assert proc.returncode == 0, proc.stdout[-4000:]
     said = r["network_audit #1: Say it"]["msg"]
-    assert len(said) == 8 and any("leaked_port" in line for line in said)
+    assert len(said) == 7 and any("leaked_port" in line for line in said)
     assert r["network_audit #2: Mend what the product owns"]["changed"] is True

@@ -123,8 +123,9 @@ def audit_addresses(nb):
 
 
 def _chassis_names(sb):
-    """``{chassis name: hostname}`` of the registered chassis."""
-    return dict((row.name, row.hostname or row.name) for row in sb.rows("Chassis"))
+    """``{chassis name: (name, hostname)}`` of the registered chassis: a
+    node is known by either (its system-id, or the host's name)."""
+    return dict((row.name, (row.name, row.hostname or row.name)) for row in sb.rows("Chassis"))
 
 
 def audit_bindings(nb, sb, pods):
@@ -136,7 +137,7 @@ def audit_bindings(nb, sb, pods):
     bound = {}
     for row in sb.rows("Port_Binding"):
         where = row.chassis[0] if isinstance(row.chassis, list) and row.chassis else row.chassis
-        bound[row.logical_port] = chassis.get(where.name, where.name) if where else None
+        bound[row.logical_port] = chassis.get(where.name, (where.name,)) if where else None
     if pods is not None:
         live = dict((p["uid"], p) for p in pods)
         for row in _ports(nb):
@@ -148,10 +149,10 @@ def audit_bindings(nb, sb, pods):
                 out.append(finding(UNBOUND, "error", "sb", [row.name],
                                    "port %s of pod %s/%s on %s is bound to no chassis" % (
                                        row.name, pod["namespace"], pod["name"], pod["node"])))
-            elif host != pod["node"]:
+            elif pod["node"] not in host:
                 out.append(finding(ELSEWHERE, "error", "sb", [row.name],
                                    "port %s of pod %s/%s on %s is bound on %s" % (
-                                       row.name, pod["namespace"], pod["name"], pod["node"], host)))
+                                       row.name, pod["namespace"], pod["name"], pod["node"], host[-1])))
     for router in nb.rows("Logical_Router"):
         pinned = router.options.get("chassis")
         if role_of(router) and pinned and pinned not in chassis:
