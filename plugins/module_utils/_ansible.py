@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import contextlib
 import json
+import socket
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -21,8 +22,8 @@ from .common.addressing import HAS_NETADDR, NETADDR_IMPORT_ERROR
 from .common import versions
 from .common.errors import Ovn4nfvError, ValidationError
 from .ovsdb.connection import (
-    DEFAULT_NB_DB, DEFAULT_SB_DB, DEFAULT_TIMEOUT, NB_SCHEMA, SB_SCHEMA, Database, HAS_OVSDBAPP,
-    OVSDBAPP_IMPORT_ERROR, TLS)
+    DEFAULT_NB_DB, DEFAULT_OVS_DB, DEFAULT_SB_DB, DEFAULT_TIMEOUT, NB_SCHEMA, OVS_SCHEMA, SB_SCHEMA, Database,
+    HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS)
 from .ovsdb.execution import execute, reconcile, reconcile_items
 from .ovsdb.operations import render_ops
 from .ovsdb.plan import STATES, WRITE_STATES, planning_state, validate_config
@@ -162,15 +163,31 @@ def run_trace_module(argument_spec):
 
 
 def run_audit_module(argument_spec):
-    """Run ``network_audit``: read the API's pods (with a kubeconfig), the
-    NB and the SB; find; with ``state: repaired``, mend in one NB
-    transaction (in check mode, say what it would mend)."""
+    """Run ``network_audit``. ``layer: cluster``: read the API's pods (with
+    a kubeconfig), the NB and the SB, and find. ``layer: node``: read this
+    node's OVS against the NB's ports handed down. With ``state:
+    repaired``, mend in one transaction on the database read (in check
+    mode, say what it would mend)."""
     from .cluster import audit      # only this module's task needs it
     spec = dict(argument_spec)
-    spec.update(connection_argument_spec(DEFAULT_NB_DB))
+    spec.update(connection_argument_spec(None))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     require_libraries(module)
     p = module.params
+    write = p["state"] == "repaired" and not module.check_mode
+    if p["layer"] == "node":
+        from .node import audit as node_audit
+        p["db"] = p["db"] or DEFAULT_OVS_DB
+        node = p["node"] or socket.gethostname()
+        with connected(module, node_audit.TABLES, OVS_SCHEMA) as ovs:
+            findings = ovs.read(lambda idl: node_audit.audit_node(View(idl), node, p["known_ports"], p["bridge"]))
+            repair = execute(ovs, lambda view: node_audit.plan_node_repair(view, findings, p["bridge"]), write) \
+                if p["state"] == "repaired" else None
+        skipped = [] if p["known_ports"] is not None else [node_audit.STRAY]
+        module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
+                         lines=audit.lines(findings, skipped), ports=[],
+                         repaired=repair.operations() if repair is not None and repair.changed else [])
+    p["db"] = p["db"] or DEFAULT_NB_DB
     pods = None
     if p["kubeconfig"]:
         try:
@@ -188,18 +205,18 @@ def run_audit_module(argument_spec):
     try:
         with connected(module, audit.NB_TABLES, NB_SCHEMA) as nb:
             def found(nb_view):
+                ports = sorted(row.name for row in nb_view.rows("Logical_Switch_Port"))
                 if sb is None:
-                    return audit.audit(nb_view, None, pods)
-                return sb.read(lambda idl: audit.audit(nb_view, View(idl), pods))
-            findings, skipped = nb.read(lambda idl: found(View(idl)))
-            write = p["state"] == "repaired" and not module.check_mode
+                    return audit.audit(nb_view, None, pods) + (ports,)
+                return sb.read(lambda idl: audit.audit(nb_view, View(idl), pods)) + (ports,)
+            findings, skipped, ports = nb.read(lambda idl: found(View(idl)))
             repair = execute(nb, lambda view: audit.plan_repair(view, findings), write) \
                 if p["state"] == "repaired" else None
     finally:
         if sb is not None:
             sb.close()
     module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
-                     lines=audit.lines(findings, skipped),
+                     lines=audit.lines(findings, skipped), ports=ports,
                      repaired=repair.operations() if repair is not None and repair.changed else [])
 
 

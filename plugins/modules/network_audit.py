@@ -28,7 +28,13 @@ description:
     other findings are reported only, because mending them is not the product's to decide (which of
     two holders keeps an address?) or is another part's job (the watcher makes a missing port, and
     says in the pod's Events why it does not).
-  - Run it where the databases are, the central.
+  - With O(layer=node) it audits the node it runs on instead, comparing the integration bridge's
+    interfaces with the northbound's logical ports (O(known_ports), the RV(ports) of the cluster
+    run) and with the devices that exist. V(stray_interface), an interface naming a logical port
+    the northbound does not have (the product's own is deleted by the repair, another's is reported
+    only); V(dead_interface), one of the product's interfaces whose device is gone, its pod's namespace
+    gone without a CNI DEL (deleted by the repair, in one transaction on the node's database).
+  - C(playbooks/audit.yml) runs the cluster audit on the first central member, then every node's.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
@@ -42,11 +48,34 @@ options:
     description:
       - A kubeconfig that may list pods in every namespace (the watcher's will do).
     type: path
+  layer:
+    description:
+      - V(cluster), the API, the northbound and the southbound; V(node), this node's Open vSwitch.
+    type: str
+    choices: [cluster, node]
+    default: cluster
   db:
     description:
-      - The OVN northbound database remote, as in C(ovn-nbctl --db).
+      - With O(layer=cluster), the OVN northbound database remote, as in C(ovn-nbctl --db); by default
+        C(unix:/var/run/ovn/ovnnb_db.sock).
+      - With O(layer=node), the Open vSwitch database remote, as in C(ovs-vsctl --db); by default
+        C(unix:/var/run/openvswitch/db.sock).
     type: str
-    default: unix:/var/run/ovn/ovnnb_db.sock
+  known_ports:
+    description:
+      - With O(layer=node), the northbound's logical port names (RV(ports) of the cluster run).
+        Without it the stray class is skipped.
+    type: list
+    elements: str
+  node:
+    description:
+      - With O(layer=node), the node's name in the findings; by default the host's name.
+    type: str
+  bridge:
+    description:
+      - With O(layer=node), the integration bridge.
+    type: str
+    default: br-int
   sb_db:
     description:
       - The OVN southbound database remote, as in C(ovn-sbctl --db); V("") skips the southbound.
@@ -77,6 +106,12 @@ EXAMPLES = r"""
   ovn4nfv.k8s.network_audit:
     kubeconfig: /etc/ovn4nfv/watcher.kubeconfig
     state: repaired
+
+- name: And on this node, against the northbound's ports
+  ovn4nfv.k8s.network_audit:
+    layer: node
+    known_ports: "{{ audit.ports }}"
+    state: repaired
 """
 
 RETURN = r"""
@@ -100,6 +135,12 @@ lines:
   type: list
   elements: str
   sample: ["WARNING leaked_port: pod default/web (uid 7f3c) is gone, its ports are not (repair: ...)"]
+ports:
+  description: With O(layer=cluster), the northbound's logical port names, for the nodes' audit.
+  returned: always
+  type: list
+  elements: str
+  sample: ["default_web_net0"]
 repaired:
   description: What the repair did (in check mode, would do), one line per object.
   returned: always
@@ -116,6 +157,10 @@ def main():
         state=dict(type="str", choices=["audited", "repaired"], default="audited"),
         kubeconfig=dict(type="path"),
         sb_db=dict(type="str", default="unix:/var/run/ovn/ovnsb_db.sock"),
+        layer=dict(type="str", choices=["cluster", "node"], default="cluster"),
+        known_ports=dict(type="list", elements="str"),
+        node=dict(type="str"),
+        bridge=dict(type="str", default="br-int"),
     ))
 
 

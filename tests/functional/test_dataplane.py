@@ -377,3 +377,47 @@ def test_a_deleted_network_carries_no_traffic(cluster_node):
     assert not ping(cluster_node.pod_a, EXTERNAL_HOST, count=2, wait=1)
     nat = cluster_node.box.nbctl("lr-nat-list", "gr-" + cluster_node.chassis)
     assert "172.16.1.0/24" not in nat and "172.16.2.0/24" in nat
+
+
+def test_the_node_audit_finds_dead_and_stray_interfaces_and_repairs_the_products(cluster_node):
+    """On a real node's br-int: a product port whose veth went with its pod
+    (no CNI DEL), a product port naming a logical port the NB does not
+    have, and a foreign one; the repair deletes the product's two in one
+    transaction, and leaves pod-a, pod-b and the foreign port alone."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import audit as node_audit
+    node = cluster_node
+    vsctl = ["ovs-vsctl", "--db=" + node.box.ovs_db]
+    mark = "external_ids:ovn4nfv-container-id=c-test"
+    node.box.run(*vsctl + ["add-port", "br-int", "gone-h", "--", "set", "interface", "gone-h",
+                           "external_ids:iface-id=pod-c", mark])
+    node.run_in_node("ip", "link", "add", "stray-h", "type", "veth", "peer", "name", "stray-p")
+    for link in ("stray-h", "stray-p"):
+        node.run_in_node("ip", "link", "set", link, "up")
+    node.box.run(*vsctl + ["add-port", "br-int", "stray-h", "--", "set", "interface", "stray-h",
+                           "external_ids:iface-id=default_nobody_eth0", mark])
+    node.run_in_node("ip", "link", "add", "foreign-h", "type", "veth", "peer", "name", "foreign-p")
+    for link in ("foreign-h", "foreign-p"):
+        node.run_in_node("ip", "link", "set", link, "up")
+    node.box.run(*vsctl + ["add-port", "br-int", "foreign-h", "--", "set", "interface", "foreign-h",
+                           "external_ids:iface-id=someone_else"])
+    try:
+        with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, node_audit.TABLES) as db:
+            def dead(idl):
+                return [i for i in idl.tables["Interface"].rows.values() if i.name == "gone-h" and i.ofport == [-1]]
+            assert db.wait_for(dead, 30), "ovs-vswitchd found no device for gone-h"
+            known = ["pod-a", "pod-b", "pod-c"]
+            findings = execute(db, lambda v: node_audit.audit_node(v, "chassis1", known), write=False)
+            assert [(f["class"], f["objects"], bool(f["repair"])) for f in findings] == [
+                ("stray_interface", ["foreign-h"], False), ("dead_interface", ["gone-h"], True),
+                ("stray_interface", ["stray-h"], True)]
+            repaired = execute(db, lambda v: node_audit.plan_node_repair(v, findings), write=True)
+            assert repaired.changed
+            after = execute(db, lambda v: node_audit.audit_node(v, "chassis1", known), write=False)
+            assert [(f["class"], f["objects"]) for f in after] == [("stray_interface", ["foreign-h"])]
+        ports = set(p["name"] for p in node.box.rows("ovs", "Port"))
+        assert {"pa-h", "pb-h", "foreign-h"} <= ports and not {"gone-h", "stray-h"} & ports
+    finally:
+        node.box.run(*vsctl + ["--if-exists", "del-port", "foreign-h", "--", "--if-exists", "del-port", "stray-h",
+                               "--", "--if-exists", "del-port", "gone-h"])
+        for link in ("stray-h", "foreign-h"):
+            node.run_in_node("ip", "link", "del", link, check=False)

@@ -137,12 +137,46 @@ def test_network_audit_examples_run(drifted, api, collections_path, tmp_path):
     kubeconfig = api.kubeconfig(str(tmp_path / "watcher.kubeconfig"), WATCHER)
     tasks = []
     for task in example_tasks(["network_audit"]):
-        if "ovn4nfv.k8s.network_audit" in task:
+        params = task.get("ovn4nfv.k8s.network_audit")
+        if params and params.get("layer") == "node":
+            task = dict(task, **{"ovn4nfv.k8s.network_audit": dict(params, db=drifted.ovs_db)})
+        elif params:
             task = dict(task, **{"ovn4nfv.k8s.network_audit": dict(
-                task["ovn4nfv.k8s.network_audit"], kubeconfig=kubeconfig, db=drifted.nb_db, sb_db=drifted.sb_db)})
+                params, kubeconfig=kubeconfig, db=drifted.nb_db, sb_db=drifted.sb_db)})
         tasks.append(task)
     r, proc = run_playbook(collections_path, tasks)
     assert proc.returncode == 0, proc.stdout[-4000:]
     said = r["network_audit #1: Say it"]["msg"]
     assert len(said) == 7 and any("leaked_port" in line for line in said)
     assert r["network_audit #2: Mend what the product owns"]["changed"] is True
+    node = r["network_audit #3: And on this node, against the northbound's ports"]
+    assert node["changed"] is False and node["findings"] == [], "this OVS has no br-int"
+
+
+def test_network_audit_on_a_node(sandbox, collections_path):
+    """layer: node through ansible-playbook: a product interface naming a
+    logical port the NB does not have is found and deleted by the repair;
+    a foreign one is found and left; without known_ports, strays are not
+    looked at."""
+    box = sandbox
+    box.vsctl("add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev")
+    for port, mark in (("ours", ["external_ids:ovn4nfv-container-id=c1"]), ("theirs", [])):
+        box.vsctl("add-port", "br-int", port, "--", "set", "interface", port, "type=internal",
+                  "external_ids:iface-id=default_%s_net0" % port, *mark)
+
+    def audit(name, state="audited", **extra):
+        return {"name": name, "ovn4nfv.k8s.network_audit": dict(
+            {"layer": "node", "node": "worker1", "db": box.ovs_db, "state": state}, **extra)}
+    known = {"known_ports": ["default_web_net0"]}
+    r, proc = run_playbook(collections_path, [
+        audit("found", **known), dict(audit("check", "repaired", **known), check_mode=True),
+        audit("repair", "repaired", **known),
+        audit("after", **known), audit("unknown")])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert [(f["class"], f["objects"], f["repair"]) for f in r["found"]["findings"]] == [
+        ("stray_interface", ["ours"], "delete the OVS port ours on worker1"),
+        ("stray_interface", ["theirs"], None)]
+    assert r["check"]["changed"] is True and r["repair"]["changed"] is True
+    assert [f["objects"] for f in r["after"]["findings"]] == [["theirs"]]
+    assert sorted(p["name"] for p in box.rows("ovs", "Port")) == ["br-int", "theirs"]
+    assert r["unknown"]["skipped"] == ["stray_interface"] and r["unknown"]["findings"] == []

@@ -23,6 +23,8 @@ K_NAMESPACE = "ovn4nfv-pod-namespace"
 K_POD = "ovn4nfv-pod-name"
 K_UID = "ovn4nfv-pod-uid"
 K_INTERFACE = "ovn4nfv-interface"
+# on a node: the OVS interface the node agent made for a container
+K_CONTAINER = "ovn4nfv-container-id"
 # the chains a pod port is a network function's interface in (comma-separated),
 # and the port security that MAC-only replaced there: what the node agent
 # confirms the pod's addresses against (northd copies both to the SB)

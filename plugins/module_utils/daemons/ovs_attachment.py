@@ -17,6 +17,7 @@ import subprocess
 from .. import cni
 from ..node.netns import tx_offload_off
 from ..ovsdb.execution import reconcile
+from ..cluster.pod_addresses import K_CONTAINER
 from ..resources.ovs import Port
 
 LOG = logging.getLogger("ovn4nfv.node_agent")
@@ -26,7 +27,6 @@ try:
 except ImportError:  # pragma: no cover - the agent needs it; modules do not
     NetNS = None
 
-K_CONTAINER = "ovn4nfv-container-id"
 INTERFACE_EXISTS = 100        # plugin-specific CNI error: ADD onto an existing interface
 
 
