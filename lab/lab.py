@@ -673,6 +673,8 @@ def main(argv=None):
     parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site", "networks",
                                             "pods", "verify", "reset", "audit", "run", "reboot", "core-tests"])
     parser.add_argument("node", nargs="?", help="reboot: the node (master, worker1, ...)")
+    parser.add_argument("--repair", action="store_true",
+                        help="audit: also mend what the product owns (audit_state=repaired)")
     parser.add_argument("--debian", choices=list(RELEASES) + ["mixed"],
                         help="the nodes' Debian release (default: $OVN4NFV_DEBIAN, else %s)" % DEFAULT_RELEASE)
     args = parser.parse_args(argv)
@@ -681,6 +683,8 @@ def main(argv=None):
     lab = SETS[args.set]
     if args.command in ("site", "networks", "verify", "reset", "audit"):
         extra = verify_vars() if args.command == "verify" else ()
+        if args.command == "audit":
+            extra = ("-e", "audit_state=repaired" if args.repair else "audit_state=audited")
         seconds, recap, proc = playbook(args.command + ".yml", *extra, check=False)
         if args.command == "verify":
             print("\n".join(matrix(proc) + [r for kind in ROW_KINDS for r in matrix(proc, kind)] + traces(proc)))

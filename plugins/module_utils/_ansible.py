@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import contextlib
 import json
+import os
 import socket
 import traceback
 
@@ -180,12 +181,15 @@ def run_audit_module(argument_spec):
         p["db"] = p["db"] or DEFAULT_OVS_DB
         node = p["node"] or socket.gethostname()
         with connected(module, node_audit.TABLES, OVS_SCHEMA) as ovs:
-            findings = ovs.read(lambda idl: node_audit.audit_node(View(idl), node, p["known_ports"], p["bridge"]))
+            devices = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") and \
+                p["db"] == DEFAULT_OVS_DB else None     # this host's devices are the database's
+            findings = ovs.read(lambda idl: node_audit.audit_node(
+                View(idl), node, p["known_ports"], p["bridge"], devices, p["live_pods"]))
             repair = execute(ovs, lambda view: node_audit.plan_node_repair(view, findings, p["bridge"]), write) \
                 if p["state"] == "repaired" else None
         skipped = [] if p["known_ports"] is not None else [node_audit.STRAY]
         module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
-                         lines=audit.lines(findings, skipped), ports=[],
+                         lines=audit.lines(findings, skipped), ports=[], live_pods=[],
                          repaired=repair.operations() if repair is not None and repair.changed else [])
     p["db"] = p["db"] or DEFAULT_NB_DB
     pods = None
@@ -217,6 +221,7 @@ def run_audit_module(argument_spec):
             sb.close()
     module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
                      lines=audit.lines(findings, skipped), ports=ports,
+                     live_pods=sorted(p_["uid"] for p_ in pods) if pods is not None else None,
                      repaired=repair.operations() if repair is not None and repair.changed else [])
 
 

@@ -31,8 +31,8 @@ description:
   - With O(layer=node) it audits the node it runs on instead, comparing the integration bridge's
     interfaces with the northbound's logical ports (O(known_ports), the RV(ports) of the cluster
     run) and with the devices that exist. V(stray_interface), an interface naming a logical port
-    the northbound does not have (the product's own is deleted by the repair, another's is reported
-    only); V(dead_interface), one of the product's interfaces whose device is gone, its pod's namespace
+    the northbound does not have (the product's own is deleted by the repair when its pod is gone
+    from the API, O(live_pods); another's, or a live pod's, is reported only); V(dead_interface), one of the product's interfaces whose device is gone, its pod's namespace
     gone without a CNI DEL (deleted by the repair, in one transaction on the node's database).
   - C(playbooks/audit.yml) runs the cluster audit on the first central member, then every node's.
 author:
@@ -65,6 +65,12 @@ options:
     description:
       - With O(layer=node), the northbound's logical port names (RV(ports) of the cluster run).
         Without it the stray class is skipped.
+    type: list
+    elements: str
+  live_pods:
+    description:
+      - With O(layer=node), the UIDs of the pods the API has (RV(live_pods) of the cluster run).
+        Without it no stray interface is deleted.
     type: list
     elements: str
   node:
@@ -111,6 +117,7 @@ EXAMPLES = r"""
   ovn4nfv.k8s.network_audit:
     layer: node
     known_ports: "{{ audit.ports }}"
+    live_pods: "{{ audit.live_pods }}"
     state: repaired
 """
 
@@ -141,6 +148,13 @@ ports:
   type: list
   elements: str
   sample: ["default_web_net0"]
+live_pods:
+  description: With O(layer=cluster) and O(kubeconfig), the UIDs of the pods the API has, for the
+    nodes' audit; null without the API.
+  returned: always
+  type: list
+  elements: str
+  sample: ["7f3c2a90-5d1e-4c1b-9a0e-2f8e1b7c6d54"]
 repaired:
   description: What the repair did (in check mode, would do), one line per object.
   returned: always
@@ -159,6 +173,7 @@ def main():
         sb_db=dict(type="str", default="unix:/var/run/ovn/ovnsb_db.sock"),
         layer=dict(type="str", choices=["cluster", "node"], default="cluster"),
         known_ports=dict(type="list", elements="str"),
+        live_pods=dict(type="list", elements="str"),
         node=dict(type="str"),
         bridge=dict(type="str", default="br-int"),
     ))

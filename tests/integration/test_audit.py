@@ -17,6 +17,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import Port
 
 from kube_api_standin import WATCHER, KubeAPIStandIn
 from playbook import run_playbook
@@ -155,28 +156,37 @@ def test_network_audit_examples_run(drifted, api, collections_path, tmp_path):
 
 def test_network_audit_on_a_node(sandbox, collections_path):
     """layer: node through ansible-playbook: a product interface naming a
-    logical port the NB does not have is found and deleted by the repair;
-    a foreign one is found and left; without known_ports, strays are not
-    looked at."""
+    logical port the NB does not have, whose pod is gone, is found and
+    deleted by the repair; a live pod's, and a foreign one, are found and
+    left; without known_ports, strays are not looked at."""
     box = sandbox
     box.vsctl("add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev")
-    for port, mark in (("ours", ["external_ids:ovn4nfv-container-id=c1"]), ("theirs", [])):
-        box.vsctl("add-port", "br-int", port, "--", "set", "interface", port, "type=internal",
-                  "external_ids:iface-id=default_%s_net0" % port, *mark)
+    # the node agent's ports, as it makes them (the product's mark), and a foreign one; the
+    # repair must delete exactly "ours", never every port the product owns
+    with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, Port.tables) as db:
+        reconcile(Port(), [{"name": name, "bridge": "br-int", "type": "internal", "external_ids": {
+            "iface-id": "default_%s_net0" % name, "ovn4nfv-container-id": "c-" + name,
+            "ovn4nfv-pod-uid": uid}} for name, uid in (("ours", "u1"), ("alive", "u2"), ("fine", "u3"))],
+            "merged", db)
+    box.vsctl("add-port", "br-int", "theirs", "--", "set", "interface", "theirs", "type=internal",
+              "external_ids:iface-id=default_theirs_net0")
 
     def audit(name, state="audited", **extra):
         return {"name": name, "ovn4nfv.k8s.network_audit": dict(
             {"layer": "node", "node": "worker1", "db": box.ovs_db, "state": state}, **extra)}
-    known = {"known_ports": ["default_web_net0"]}
+    known = {"known_ports": ["default_fine_net0"], "live_pods": ["u2", "u3"]}
     r, proc = run_playbook(collections_path, [
         audit("found", **known), dict(audit("check", "repaired", **known), check_mode=True),
-        audit("repair", "repaired", **known),
+        audit("repair", "repaired", **known), audit("repair_again", "repaired", **known),
         audit("after", **known), audit("unknown")])
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert [(f["class"], f["objects"], f["repair"]) for f in r["found"]["findings"]] == [
+        ("stray_interface", ["alive"], None),
         ("stray_interface", ["ours"], "delete the OVS port ours on worker1"),
         ("stray_interface", ["theirs"], None)]
+    assert "its pod is alive" in r["found"]["findings"][0]["message"]
     assert r["check"]["changed"] is True and r["repair"]["changed"] is True
-    assert [f["objects"] for f in r["after"]["findings"]] == [["theirs"]]
-    assert sorted(p["name"] for p in box.rows("ovs", "Port")) == ["br-int", "theirs"]
+    assert r["repair_again"]["changed"] is False and r["repair_again"]["repaired"] == []
+    assert [f["objects"] for f in r["after"]["findings"]] == [["alive"], ["theirs"]]
+    assert sorted(p["name"] for p in box.rows("ovs", "Port")) == ["alive", "br-int", "fine", "theirs"]
     assert r["unknown"]["skipped"] == ["stray_interface"] and r["unknown"]["findings"] == []
