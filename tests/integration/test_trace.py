@@ -33,10 +33,19 @@ def cluster(sandbox):
         reconcile(LogicalSwitchPort(), [
             {"name": name, "switch": switch, "addresses": ["%s %s" % (mac, ip)],
              "port_security": ["%s %s" % (mac, ip)]} for name, switch, mac, ip in PORTS], "merged", db)
+        # a dynamic port, as the watcher leaves it: the southbound says only "dynamic", the port
+        # security holds what OVN assigned
+        reconcile(LogicalSwitchPort(), [{"name": "default_pod-w1c_eth0", "switch": "ovn-net1",
+                                         "addresses": ["dynamic"]}], "merged", db)
+        assigned = db.wait_for(lambda idl: [p.dynamic_addresses[0] for p in idl.tables[
+            "Logical_Switch_Port"].rows.values() if p.name == "default_pod-w1c_eth0" and p.dynamic_addresses], 10)
+        reconcile(LogicalSwitchPort(), [{"name": "default_pod-w1c_eth0", "switch": "ovn-net1",
+                                         "port_security": assigned}], "merged", db)
         # 10.99.0.0/16 goes nowhere: the router drops what is sent there
         reconcile(StaticRoute(), [{"router": "ovn4nfv-master", "ip_prefix": "10.99.0.0/16",
                                    "nexthop": "discard"}], "merged", db)
     sandbox.nbctl("--wait=sb", "sync")
+    sandbox.dynamic = assigned[0].split()[1]
     return sandbox
 
 
@@ -56,6 +65,9 @@ def test_network_trace_examples_and_verdicts(cluster, collections_path):
                                  "destination": {"address": "10.99.1.1"}}, box.sb_db),
         trace_task("nobody", {"source": {"pod": "pod-w1a", "interface": "eth0"},
                               "destination": {"address": "172.16.44.99"}}, box.sb_db),
+        trace_task("from_dynamic", {"source": {"address": box.dynamic, "network": "ovn-net1"},
+                                    "destination": {"address": "172.16.44.7"}, "protocol": "udp", "port": 53},
+                   box.sb_db),
         trace_task("bad_no_source", {"source": {"interface": "eth0"},
                                      "destination": {"address": "10.99.1.1"}}, box.sb_db),
         trace_task("bad_port", {"source": {"port": "default_pod-w1a_eth0"}, "destination": {"address": "172.16.33.5"},
@@ -80,6 +92,8 @@ def test_network_trace_examples_and_verdicts(cluster, collections_path):
     assert [e["kind"] for e in router["events"]] == ["route"] and "172.16.44.0/24" in router["events"][0]["match"]
     assert r["discarded"]["verdict"] == "dropped" and "ovn4nfv-master" in r["discarded"]["where"]
     assert r["discarded"]["lines"][-1].startswith("dropped by ovn4nfv-master lr_in_ip_routing")
+    assert r["from_dynamic"]["source_port"] == "default_pod-w1c_eth0", r["from_dynamic"]
+    assert r["from_dynamic"]["verdict"] == "delivered" and "udp.dst == 53" in r["from_dynamic"]["flow"]
     assert r["nobody"]["verdict"] == "unresolved", r["nobody"]
     assert r["nobody"]["where"].startswith("ovn4nfv-master has no MAC for the next hop")
     assert [h["datapath"] for h in r["nobody"]["hops"] if h["direction"] == "ingress"] == [

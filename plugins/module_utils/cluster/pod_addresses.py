@@ -217,14 +217,11 @@ def binding_verdict(pod, entries, bindings, macs=True):
     wrong, waiting = [], False
     for entry in entries:
         row = by_name.get(pod.port_name(entry["interface"]))
-        sets = as_strings(row.get("port_security")) if row else []
-        if row is None or (row.get("external_ids") or {}).get(K_UID) != pod.uid or not sets:
+        if row is None or (row.get("external_ids") or {}).get(K_UID) != pod.uid or \
+                not as_strings(row.get("port_security")):
             waiting = True
             continue
-        sets += [t for t in as_strings(row.get("mac")) if t.split()[:1] not in (["dynamic"], ["router"], ["unknown"])]
-        held = (row.get("external_ids") or {}).get(K_CHAIN_HELD)
-        if held:
-            sets.append(held)
+        sets = binding_entries(row.get("mac"), row.get("port_security"), row.get("external_ids"))
         mac = (entry.get("mac_address") or "").lower()
         ip = (entry.get("ip_address") or "").partition("/")[0]
         if not any((mac == words[0].lower() or not macs) and ip in words[1:] for words in (t.split() for t in sets) if words):
@@ -234,6 +231,20 @@ def binding_verdict(pod, entries, bindings, macs=True):
     if wrong:
         return wrong
     return None if waiting else []
+
+
+def binding_entries(mac, port_security, external_ids):
+    """The ``MAC IP...`` texts a southbound ``Port_Binding`` holds for a
+    port: its port security, its ``mac`` entries but for ``dynamic``,
+    ``router`` and ``unknown`` (the southbound keeps a dynamic port's as
+    ``dynamic``), and what a chain function's port gave up
+    (``ovn4nfv-chain-held``)."""
+    entries = as_strings(port_security)
+    entries += [t for t in as_strings(mac) if t.split()[:1] not in (["dynamic"], ["router"], ["unknown"])]
+    held = (external_ids or {}).get(K_CHAIN_HELD)
+    if held:
+        entries.append(held)
+    return entries
 
 
 def as_strings(value):

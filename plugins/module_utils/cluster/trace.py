@@ -29,6 +29,7 @@ import subprocess
 from ..common import addressing
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.naming import in_range, interface_name, ovn_name
+from .pod_addresses import binding_entries
 
 TABLES = ("Port_Binding", "Datapath_Binding", "Chassis")
 PROTOCOLS = ("icmp", "tcp", "udp")
@@ -85,13 +86,15 @@ def _bindings(view):
 
 
 def _addresses(row):
-    """``(mac, [IPAddress, ...])`` of a Port_Binding's first ``mac`` entry
-    that has a MAC."""
-    for entry in row.mac:
+    """``(mac, [IPAddress, ...])`` of a Port_Binding: the first of its
+    :func:`binding_entries` with an address (a dynamic port's are in its
+    port security, which the watcher sets to what OVN assigned; a chain
+    function's in what it gave up). Link-local addresses come last."""
+    for entry in binding_entries(row.mac, row.port_security, row.external_ids):
         words = entry.split()
-        if words and words[0] not in ("router", "unknown", "dynamic"):
-            ips = [addressing.parse_ip(w.split("/")[0], "mac") for w in words[1:]]
-            return words[0], ips
+        ips = [addressing.parse_ip(w.split("/")[0], "mac") for w in words[1:]]
+        if ips:
+            return words[0], sorted(ips, key=lambda ip: ip.is_link_local())
     return None, []
 
 
@@ -158,7 +161,8 @@ def microflow(view, source, destination, protocol="icmp", port=None):
             (row for row in bindings.values() if _uuid(row.datapath) == here and dst_ip in _addresses(row)[1]),
             None)
         if found is None:
-            raise ValidationError("destination: %s is not on network %s, which has no gateway" % (dst_ip, switch))
+            raise ValidationError("destination: no port on network %s holds %s%s" % (
+                switch, dst_ip, "" if gateway else ", and it has no gateway to route through"))
         eth_dst = _addresses(found)[0]
     else:
         eth_dst = gateway
