@@ -689,8 +689,9 @@ def main(argv=None):
         if args.command == "verify":
             print("\n".join(matrix(proc) + [r for kind in ROW_KINDS for r in matrix(proc, kind)] + traces(proc)))
         if args.command == "audit":
-            print("\n".join(m.group(1) for m in (re.search(r'"((?:WARNING|ERROR|REPAIRED|skipped) .*)",?$', line.strip())
-                                                  for line in proc.stdout.splitlines()) if m))
+            found = (re.search(r'"((?:WARNING|ERROR|REPAIRED|skipped) .*)",?$', line.strip())
+                     for line in proc.stdout.splitlines())
+            print("\n".join(m.group(1) for m in found if m))
         for line in proc.stdout.splitlines():
             if line.startswith("[ERROR]: Task failed: Action failed: "):
                 print(line[len("[ERROR]: Task failed: Action failed: "):].strip())

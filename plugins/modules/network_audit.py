@@ -32,7 +32,8 @@ description:
     interfaces with the northbound's logical ports (O(known_ports), the RV(ports) of the cluster
     run) and with the devices that exist. V(stray_interface), an interface naming a logical port
     the northbound does not have (the product's own is deleted by the repair when its pod is gone
-    from the API, O(live_pods); another's, or a live pod's, is reported only); V(dead_interface), one of the product's interfaces whose device is gone, its pod's namespace
+    from the API, O(live_pods); another's, or a live pod's, is reported only); V(dead_interface), one
+    of the product's interfaces whose device is gone, its pod's namespace
     gone without a CNI DEL (deleted by the repair, in one transaction on the node's database).
   - C(playbooks/audit.yml) runs the cluster audit on the first central member, then every node's.
 author:

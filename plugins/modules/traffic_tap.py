@@ -215,7 +215,7 @@ END = dict(
 REMOTE = dict(
     address=dict(type="str"),
     encapsulation=dict(type="str", choices=list(remote_taps.ENCAPSULATIONS), default="gre"),
-    key=dict(type="int", default=0),
+    key=dict(type="int", default=0, no_log=False),     # a GRE key or an ERSPAN session, not a secret
 )
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import Pod
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
@@ -127,8 +126,8 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
         "address_outside_network", "gateway_on_missing_chassis", "missing_port", "port_bound_elsewhere"]
     assert "is bound on worker5" in [f for f in r["after"]["findings"]
                                      if f["class"] == "port_bound_elsewhere"][0]["message"]
-    assert r["no_layers"]["skipped"] == ["leaked_port", "missing_port", "port_not_bound",
-                                        "port_bound_elsewhere", "gateway_on_missing_chassis"]
+    assert r["no_layers"]["skipped"] == [
+        "leaked_port", "missing_port", "port_not_bound", "port_bound_elsewhere", "gateway_on_missing_chassis"]
     assert [f["class"] for f in r["no_layers"]["findings"]] == ["address_outside_network"]
 
 
