@@ -17,15 +17,17 @@ description:
     and the repair it would make) and as readable lines.
   - "Classes: V(leaked_port), a pod port whose pod is gone; V(missing_port), a pod's requested interface
     with no port; V(duplicate_ip), one address held twice on a network; V(duplicate_mac), one MAC held
-    twice; V(address_outside_network), an address outside its network's subnet; V(port_not_bound), a
+    twice; V(address_outside_network), an address outside its network's subnet; V(network_drift), a
+    network whose switch, router port or routes no longer match the settings recorded when it was
+    declared; V(port_not_bound), a
     running pod's port bound to no chassis; V(port_bound_elsewhere), bound to another node's chassis
     than the pod's; V(gateway_on_missing_chassis), a gateway router pinned to a chassis that is not
     registered."
   - Without O(kubeconfig) the classes that need the API are skipped; without O(sb_db) those that need
     the southbound. RV(skipped) names them.
   - With O(state=repaired) it mends what the product owns, in one northbound transaction (today, the
-    ports of pods that are gone), and reports what it did; check mode reports what it would do. The
-    other findings are reported only, because mending them is not the product's to decide (which of
+    ports of pods that are gone, and a drifted network made as recorded), and reports what it did;
+    check mode reports what it would do. The other findings are reported only, because mending them is not the product's to decide (which of
     two holders keeps an address?) or is another part's job (the watcher makes a missing port, and
     says in the pod's Events why it does not).
   - With O(layer=node) it audits the node it runs on instead, comparing the integration bridge's

@@ -44,7 +44,8 @@ def drifted(sandbox, api):
     """web (served, but its port bound on another node's chassis), lost
     (asks, has no port), odd (its port outside the subnet), and the ports of
     gone and twin, pods the API does not have (twin holding web's address);
-    a gateway router on an unregistered chassis."""
+    a gateway router on an unregistered chassis; net1's exclusions removed
+    by hand."""
     web = api.create_pod("default", "web", REQUEST)
     api.create_pod("default", "lost", REQUEST)
     odd = api.create_pod("default", "odd", REQUEST)
@@ -68,6 +69,8 @@ def drifted(sandbox, api):
         sandbox.nbctl("lsp-add", "net1", name, "--", "set", "Logical_Switch_Port", name,
                       'addresses="%s %s"' % (mac, ip), *marks,
                       "external_ids:ovn4nfv-owner=ovn4nfv.k8s")
+    # net1's exclusions (its gateway's address among them) removed by hand
+    sandbox.nbctl("remove", "Logical_Switch", "net1", "other_config", "exclude_ips")
     # odd's port bound on its node's chassis, web's on another node's
     sandbox.nbctl("--wait=sb", "sync")
     for chassis, ip in (("node1", "127.0.0.11"), ("worker5", "127.0.0.15")):
@@ -110,7 +113,7 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
         ("leaked_port", ("default_gone_net0",)), ("leaked_port", ("default_twin_net0",)),
         ("missing_port", ("default_lost_net0",)),
         ("duplicate_ip", ("default_twin_net0", "default_web_net0")),
-        ("address_outside_network", ("default_odd_net0",)),
+        ("address_outside_network", ("default_odd_net0",)), ("network_drift", ("net1",)),
         ("port_bound_elsewhere", ("default_web_net0",)),
         ("gateway_on_missing_chassis", ("gr-worker9",))])
     assert any(line.startswith("WARNING leaked_port: pod default/gone (uid uid-gone) is gone")
@@ -120,6 +123,8 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     assert sorted(r["repair_check"]["repaired"]) == sorted(r["repair"]["repaired"])
     assert stable_dump(r["dump0"]["stdout"]) == stable_dump(r["dump1"]["stdout"]), "check mode wrote"
     assert r["repair"]["changed"] is True and r["repair_again"]["changed"] is False
+    [net1] = [s for s in box.rows("nb", "Logical_Switch") if s["name"] == "net1"]
+    assert net1["other_config"].get("exclude_ips") == "172.16.1.1", "made as recorded: the gateway excluded"
     ports = sorted(p["name"] for p in box.rows("nb", "Logical_Switch_Port") if p["name"].startswith("default_"))
     assert ports == ["default_odd_net0", "default_web_net0"], "only the gone pods' ports were deleted"
     assert [c for c, _o in classes(r["after"])] == [
@@ -147,7 +152,7 @@ def test_network_audit_examples_run(drifted, api, collections_path, tmp_path):
     r, proc = run_playbook(collections_path, tasks)
     assert proc.returncode == 0, proc.stdout[-4000:]
     said = r["network_audit #1: Say it"]["msg"]
-    assert len(said) == 7 and any("leaked_port" in line for line in said)
+    assert len(said) == 8 and any("leaked_port" in line for line in said)
     assert r["network_audit #2: Mend what the product owns"]["changed"] is True
     node = r["network_audit #3: And on this node, against the northbound's ports"]
     assert node["changed"] is False and node["findings"] == [], "this OVS has no br-int"

@@ -14,7 +14,7 @@ it does not in the pod's Events).
 
 The audit reads; :func:`plan_repair` is the one transaction on the
 northbound that mends what the product owns: it deletes the ports of pods
-that are gone. Classes that need the API are skipped, and said so, when
+that are gone, and makes a drifted network what its records say. Classes that need the API are skipped, and said so, when
 there is none; those that need the southbound likewise.
 """
 
@@ -23,13 +23,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ..common.errors import ValidationError
+from ..common.naming import OWNER_KEY, OWNER_VALUE
 from ..ovsdb.execution import Batch
 from . import annotations, networks as vn
 from .pod_addresses import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, held_addresses, is_pod_port
 from .pod_ports import plan_delete
-from .topology import role_of
+from .topology import NETWORK_KEY, TABLES, role_of
 
-NB_TABLES = ("Logical_Switch", "Logical_Switch_Port", "Logical_Router")
+NB_TABLES = TABLES     # the topology's: a network's drift is planned as the network would be
 SB_TABLES = ("Port_Binding", "Chassis")
 LEAKED = "leaked_port"
 MISSING = "missing_port"
@@ -39,7 +40,8 @@ OUTSIDE = "address_outside_network"
 UNBOUND = "port_not_bound"
 ELSEWHERE = "port_bound_elsewhere"
 GATEWAY = "gateway_on_missing_chassis"
-CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, UNBOUND, ELSEWHERE, GATEWAY)
+DRIFT = "network_drift"
+CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT, UNBOUND, ELSEWHERE, GATEWAY)
 
 
 def finding(kind, severity, layer, objects, message, repair=None):
@@ -122,6 +124,41 @@ def audit_addresses(nb):
     return out
 
 
+def _drift_plan(nb, row):
+    """The plan that makes the network ``row`` what its records say (empty
+    when it is), or the reason it cannot be planned."""
+    network = vn.recorded_network(row)
+    item = vn.check_format(network.config(), row.name)
+    try:
+        # force: the recorded settings are the truth here; a port that breaks them is its own finding
+        return vn.plan_networks(nb, [(row.name, item)], "merged", "ovn", force=True), None
+    except ValidationError as exc:
+        return None, "; ".join(exc.problems)
+
+
+def _owned_networks(nb):
+    return sorted((row for row in nb.rows("Logical_Switch")
+                   if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(OWNER_KEY) == OWNER_VALUE),
+                  key=lambda row: row.name)
+
+
+def audit_networks(nb):
+    """A network whose switch, router port or routes no longer match the
+    settings recorded when it was declared (someone changed them by hand)."""
+    out = []
+    for row in _owned_networks(nb):
+        plan_, why = _drift_plan(nb, row)
+        if why is not None:
+            out.append(finding(DRIFT, "error", "nb", [row.name], "network %s no longer matches its recorded "
+                               "settings, and cannot be made so here: %s" % (row.name, why)))
+        elif plan_.changed:
+            out.append(finding(DRIFT, "error", "nb", [row.name],
+                               "network %s no longer matches its recorded settings: %s" % (
+                                   row.name, "; ".join(plan_.batch.operations())),
+                               "make network %s as recorded" % row.name))
+    return out
+
+
 def _chassis_names(sb):
     """``{chassis name: (name, hostname)}`` of the registered chassis: a
     node is known by either (its system-id, or the host's name)."""
@@ -164,7 +201,7 @@ def audit_bindings(nb, sb, pods):
 
 def audit(nb, sb=None, pods=None):
     """Every finding, and the classes skipped for want of a layer."""
-    findings, skipped = audit_addresses(nb), []
+    findings, skipped = audit_addresses(nb) + audit_networks(nb), []
     if pods is not None:
         findings += audit_pods(nb, pods)
     else:
@@ -187,6 +224,12 @@ def plan_repair(nb, findings):
     for uid in uids:
         for plan_ in plan_delete(nb, uid).plans:
             batch.add(plan_)
+    drifted = set(name for f in findings if f["class"] == DRIFT and f["repair"] for name in f["objects"])
+    for row in _owned_networks(nb):
+        if row.name in drifted:
+            plan_, _why = _drift_plan(nb, row)
+            for resource_plan in (plan_.batch.plans if plan_ is not None else []):
+                batch.add(resource_plan)
     return batch
 
 

@@ -310,6 +310,18 @@ def _network_of(row):
     return _from_records(row.name, ids, subnet, "ovn", subnet6=subnet6)
 
 
+def recorded_network(row):
+    """The network as its records say it was declared (the subnet it was
+    given, not the switch's ``other_config`` now): what the audit compares
+    the switch with."""
+    ids = row.external_ids
+    subnet = ids.get(K_SUBNET) or row.other_config.get("subnet")
+    subnet6 = ids.get(K_SUBNET6)
+    return _from_records(row.name, ids, addressing.parse_cidr(subnet, "recorded subnet of " + row.name), "ovn",
+                         subnet6=addressing.parse_cidr(subnet6, "recorded subnet6 of " + row.name)
+                         if subnet6 else _network_of(row).subnet6)
+
+
 def read_network_settings(view):
     """``{name: Network}`` of the OVN networks in the NB, settings only
     (:func:`read_networks` without the ports, so without their cost)."""
