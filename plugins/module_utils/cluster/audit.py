@@ -127,7 +127,7 @@ def audit_addresses(nb):
 def _drift_plan(nb, row):
     """The plan that makes the network ``row`` what its records say (empty
     when it is), or the reason it cannot be planned."""
-    network = vn.recorded_network(row)
+    network = vn.network_of(row, recorded=True)
     item = vn.check_format(network.config(), row.name)
     try:
         # force: the recorded settings are the truth here; a port that breaks them is its own finding

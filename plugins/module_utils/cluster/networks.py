@@ -289,7 +289,7 @@ def read_network(view, name):
     row = view.lookup("Logical_Switch", name)
     if row is None or isinstance(row, list) or not row.external_ids.get(NETWORK_KEY):
         return None
-    return _network_of(row)
+    return network_of(row)
 
 
 def network_by_provider(view, provider):
@@ -301,31 +301,25 @@ def network_by_provider(view, provider):
     return None
 
 
-def _network_of(row):
+def network_of(row, recorded=False):
+    """The OVN network of switch ``row``; with ``recorded``, at the subnets
+    its records say it was declared with, not the switch's ``other_config``
+    now: what the audit compares the switch with."""
     ids = row.external_ids
-    subnet = addressing.parse_cidr(row.other_config.get("subnet"), "subnet of " + row.name)
+    subnet = (recorded and ids.get(K_SUBNET)) or row.other_config.get("subnet")
+    subnet = addressing.parse_cidr(subnet, "subnet of " + row.name)
     prefix = row.other_config.get("ipv6_prefix")
     subnet6 = addressing.parse_cidr(addressing.ipv6_prefix(prefix, "ipv6_prefix of " + row.name)
                                     + "/64", "ipv6_prefix of " + row.name) if prefix else None
+    if recorded and ids.get(K_SUBNET6):
+        subnet6 = addressing.parse_cidr(ids[K_SUBNET6], "subnet6 of " + row.name)
     return _from_records(row.name, ids, subnet, "ovn", subnet6=subnet6)
-
-
-def recorded_network(row):
-    """The network as its records say it was declared (the subnet it was
-    given, not the switch's ``other_config`` now): what the audit compares
-    the switch with."""
-    ids = row.external_ids
-    subnet = ids.get(K_SUBNET) or row.other_config.get("subnet")
-    subnet6 = ids.get(K_SUBNET6)
-    return _from_records(row.name, ids, addressing.parse_cidr(subnet, "recorded subnet of " + row.name), "ovn",
-                         subnet6=addressing.parse_cidr(subnet6, "recorded subnet6 of " + row.name)
-                         if subnet6 else _network_of(row).subnet6)
 
 
 def read_network_settings(view):
     """``{name: Network}`` of the OVN networks in the NB, settings only
     (:func:`read_networks` without the ports, so without their cost)."""
-    return dict((row.name, _network_of(row)) for row in view.rows("Logical_Switch")
+    return dict((row.name, network_of(row)) for row in view.rows("Logical_Switch")
                 if row.external_ids.get(NETWORK_KEY))
 
 
@@ -336,7 +330,7 @@ def read_networks(view):
         ids = row.external_ids
         if not ids.get(NETWORK_KEY):
             continue
-        network = _network_of(row)
+        network = network_of(row)
         ports = [(p.name, list(p.addresses), _port_ips(p)) for p in row.ports
                  if p.name != network.switch_port]
         out[row.name] = NetworkState(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
@@ -411,8 +405,7 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
     if state == "overridden" or (state == "deleted" and not items):
         deleting.extend(n for n, cur in sorted(current.items())
                         if n not in declared and cur.owned and n not in deleting)
-    for name in deleting:
-        after.pop(name, None)
+    after = dict((n, net) for n, net in after.items() if n not in deleting)
     problems.extend(_cross_checks(after, topology, gateways))
     if not force:
         problems.extend(_safety(current, after, declared, deleting))
@@ -440,11 +433,9 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
                 result.batch.add(plan(Bridge(), validate_config(Bridge(), table[Bridge], state_),
                                       state_, view))
     result.networks = after
-    for name in declared:
+    for name in declared + deleting:
         result.record(name, current[name].network.config() if name in current else None,
-                      after[name].config())
-    for name in deleting:
-        result.record(name, current[name].network.config(), None)
+                      after[name].config() if name in after else None)
     return result
 
 
@@ -472,8 +463,8 @@ def _cross_checks(after, topology, gateways):
 
 
 def _stranded(ip, new, old):
-    """Whether a port's address would fall outside the network's new subnets.
-    IPv6 addresses count only where the network handed out IPv6 before."""
+    """Whether a port's address would fall outside the network's new subnets
+    (an IPv6 one only where the network handed out IPv6 before)."""
     if ip.version == 4:
         return ip not in new.subnet
     if old.subnet6 is None:
