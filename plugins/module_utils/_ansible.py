@@ -183,14 +183,16 @@ def run_audit_module(argument_spec):
         with connected(module, node_audit.TABLES, OVS_SCHEMA) as ovs:
             devices = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") and \
                 p["db"] == DEFAULT_OVS_DB else None     # this host's devices are the database's
-            findings = ovs.read(lambda idl: node_audit.audit_node(
-                View(idl), node, p["known_ports"], p["bridge"], devices, p["live_pods"]))
+
+            def audited():
+                return ovs.read(lambda idl: node_audit.audit_node(
+                    View(idl), node, p["known_ports"], p["bridge"], devices, p["live_pods"]))
+            findings = audited()
             repair = execute(ovs, lambda view: node_audit.plan_node_repair(view, findings, p["bridge"]), write) \
                 if p["state"] == "repaired" else None
+            left = audited() if write and repair.changed else findings
         skipped = [] if p["known_ports"] is not None else [node_audit.STRAY]
-        module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
-                         lines=audit.lines(findings, skipped), ports=[], live_pods=[],
-                         repaired=repair.operations() if repair is not None and repair.changed else [])
+        _exit_audit(module, findings, skipped, [], [], repair, left)
     p["db"] = p["db"] or DEFAULT_NB_DB
     pods = None
     if p["kubeconfig"]:
@@ -216,12 +218,21 @@ def run_audit_module(argument_spec):
             findings, skipped, ports = nb.read(lambda idl: found(View(idl)))
             repair = execute(nb, lambda view: audit.plan_repair(view, findings), write) \
                 if p["state"] == "repaired" else None
+            left = nb.read(lambda idl: found(View(idl)))[0] if write and repair.changed else findings
     finally:
         if sb is not None:
             sb.close()
+    _exit_audit(module, findings, skipped, ports, sorted(p_["uid"] for p_ in pods) if pods is not None else None,
+                repair, left)
+
+
+def _exit_audit(module, findings, skipped, ports, live_pods, repair, left):
+    """The audit's result; ``left``, the findings after the repair (the
+    audit again, when it wrote)."""
+    from .cluster import audit
     module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
-                     lines=audit.lines(findings, skipped), ports=ports,
-                     live_pods=sorted(p_["uid"] for p_ in pods) if pods is not None else None,
+                     lines=audit.lines(findings, skipped), ports=ports, live_pods=live_pods,
+                     left=left,
                      repaired=repair.operations() if repair is not None and repair.changed else [])
 
 

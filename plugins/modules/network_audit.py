@@ -158,6 +158,14 @@ live_pods:
   type: list
   elements: str
   sample: ["7f3c2a90-5d1e-4c1b-9a0e-2f8e1b7c6d54"]
+left:
+  description: The findings that stand after this run, what C(playbooks/audit.yml) judges; after a
+    repair that wrote, the audit made again (a mend can clear other findings, a duplicate address
+    whose other holder was a leaked port), otherwise RV(findings).
+  returned: always
+  type: list
+  elements: dict
+  sample: []
 repaired:
   description: What the repair did (in check mode, would do), one line per object.
   returned: always

@@ -123,6 +123,9 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     assert sorted(r["repair_check"]["repaired"]) == sorted(r["repair"]["repaired"])
     assert stable_dump(r["dump0"]["stdout"]) == stable_dump(r["dump1"]["stdout"]), "check mode wrote"
     assert r["repair"]["changed"] is True and r["repair_again"]["changed"] is False
+    # what audit.yml judges: what the repair did not mend, and in check mode everything found
+    assert classes(dict(r["repair"], findings=r["repair"]["left"])) == classes(r["after"])
+    assert r["repair_check"]["left"] == r["repair_check"]["findings"]
     [net1] = [s for s in box.rows("nb", "Logical_Switch") if s["name"] == "net1"]
     assert net1["other_config"].get("exclude_ips") == "172.16.1.1", "made as recorded: the gateway excluded"
     ports = sorted(p["name"] for p in box.rows("nb", "Logical_Switch_Port") if p["name"].startswith("default_"))
@@ -191,6 +194,8 @@ def test_network_audit_on_a_node(sandbox, collections_path):
     assert "its pod is alive" in r["found"]["findings"][0]["message"]
     assert r["check"]["changed"] is True and r["repair"]["changed"] is True
     assert r["repair_again"]["changed"] is False and r["repair_again"]["repaired"] == []
+    assert [f["objects"] for f in r["repair"]["left"]] == [["alive"], ["theirs"]]
+    assert r["check"]["left"] == r["check"]["findings"]
     assert [f["objects"] for f in r["after"]["findings"]] == [["alive"], ["theirs"]]
     assert sorted(p["name"] for p in box.rows("ovs", "Port")) == ["alive", "br-int", "fine", "theirs"]
     assert r["unknown"]["skipped"] == ["stray_interface"] and r["unknown"]["findings"] == []
