@@ -183,14 +183,10 @@ def run_audit_module(argument_spec):
         with connected(module, node_audit.TABLES, OVS_SCHEMA) as ovs:
             devices = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") and \
                 p["db"] == DEFAULT_OVS_DB else None     # this host's devices are the database's
-
-            def audited():
-                return ovs.read(lambda idl: node_audit.audit_node(
-                    View(idl), node, p["known_ports"], p["bridge"], devices, p["live_pods"]))
-            findings = audited()
-            repair = execute(ovs, lambda view: node_audit.plan_node_repair(view, findings, p["bridge"]), write) \
-                if p["state"] == "repaired" else None
-            left = audited() if write and repair.changed else findings
+            (findings,), repair, left = _audit_and_mend(
+                ovs, lambda: (ovs.read(lambda idl: node_audit.audit_node(
+                    View(idl), node, p["known_ports"], p["bridge"], devices, p["live_pods"])),),
+                lambda view, found: node_audit.plan_node_repair(view, found, p["bridge"]), p["state"], write)
         skipped = [] if p["known_ports"] is not None else [node_audit.STRAY]
         _exit_audit(module, findings, skipped, [], [], repair, left)
     p["db"] = p["db"] or DEFAULT_NB_DB
@@ -215,15 +211,24 @@ def run_audit_module(argument_spec):
                 if sb is None:
                     return audit.audit(nb_view, None, pods) + (ports,)
                 return sb.read(lambda idl: audit.audit(nb_view, View(idl), pods)) + (ports,)
-            findings, skipped, ports = nb.read(lambda idl: found(View(idl)))
-            repair = execute(nb, lambda view: audit.plan_repair(view, findings), write) \
-                if p["state"] == "repaired" else None
-            left = nb.read(lambda idl: found(View(idl)))[0] if write and repair.changed else findings
+            (findings, skipped, ports), repair, left = _audit_and_mend(
+                nb, lambda: nb.read(lambda idl: found(View(idl))), audit.plan_repair, p["state"], write)
     finally:
         if sb is not None:
             sb.close()
     _exit_audit(module, findings, skipped, ports, sorted(p_["uid"] for p_ in pods) if pods is not None else None,
                 repair, left)
+
+
+def _audit_and_mend(database, audited, plan_repair, state, write):
+    """One audit of ``database`` and its repair, for either layer.
+    ``audited()`` returns the findings first in a tuple; with ``state:
+    repaired``, ``plan_repair(view, findings)`` mends in one transaction
+    (written when ``write``). Returns that tuple, the repair (None when
+    auditing only), and the findings left: the audit again when it wrote."""
+    first = audited()
+    repair = execute(database, lambda view: plan_repair(view, first[0]), write) if state == "repaired" else None
+    return first, repair, audited()[0] if write and repair.changed else first[0]
 
 
 def _exit_audit(module, findings, skipped, ports, live_pods, repair, left):
