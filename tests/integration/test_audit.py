@@ -123,7 +123,7 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     assert sorted(r["repair_check"]["repaired"]) == sorted(r["repair"]["repaired"])
     assert stable_dump(r["dump0"]["stdout"]) == stable_dump(r["dump1"]["stdout"]), "check mode wrote"
     assert r["repair"]["changed"] is True and r["repair_again"]["changed"] is False
-    # what audit.yml judges: what the repair did not mend, and in check mode everything found
+    # what audit.yml judges: what the audit finds after the repair wrote, and in check mode everything found
     assert classes(dict(r["repair"], findings=r["repair"]["left"])) == classes(r["after"])
     assert r["repair_check"]["left"] == r["repair_check"]["findings"]
     [net1] = [s for s in box.rows("nb", "Logical_Switch") if s["name"] == "net1"]
