@@ -23,7 +23,10 @@ resources the watcher uses, and nothing more:
   delete; a slice names its Service in the label
   ``kubernetes.io/service-name``;
 * network-attachment-definitions (``k8s.cni.cncf.io/v1``): get, list;
-* namespaces: get, list (every namespace a pod or NAD was created in).
+* namespaces: get, list (every namespace a pod or NAD was created in);
+* nodes (cluster-scoped): list, get, create (as each kubelet registers its
+  node, with the ``kubernetes.io/hostname`` label and the node's
+  addresses), delete.
 
 Tests drive it in-process: :meth:`KubeAPIStandIn.create_pod`,
 :meth:`delete_pod`, :meth:`compact` (expire every older resourceVersion,
@@ -87,6 +90,7 @@ SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 # The API server parses booleans with Go's strconv.ParseBool; older Python
 # clients (Debian 12's 22.6) send "True".
 _GO_TRUE = ("1", "t", "T", "true", "TRUE", "True")
+_NODE = re.compile(r"^/api/v1(?P<ns>)/nodes(?:/(?P<name>[^/]+))?$")     # cluster-scoped: no namespace
 _NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                   r"/network-attachment-definitions(?:/(?P<name>[^/]+))?$")
 
@@ -210,6 +214,7 @@ class KubeAPIStandIn:
         self.nads = {}
         self.services = {}
         self.slices = {}
+        self.nodes = {}              # (None, name) -> object
         self.next_cluster_ip = 10
         self.events = []
         self.history = []            # (rv, event type, object) for watches
@@ -487,6 +492,26 @@ class KubeAPIStandIn:
         with self.lock:
             self._bump("DELETED", self.slices.pop((namespace, name)))
 
+    def create_node(self, name, addresses=()):
+        """A Node as its kubelet registers it: ``addresses``, its
+        InternalIP addresses. KeyError when it exists."""
+        node = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "uid": str(uuid.uuid4()), "creationTimestamp": _now(),
+                             "labels": {"kubernetes.io/hostname": name}},
+                "spec": {},
+                "status": {"addresses": [{"type": "InternalIP", "address": a} for a in addresses]
+                           + [{"type": "Hostname", "address": name}]}}
+        with self.lock:
+            if (None, name) in self.nodes:
+                raise KeyError("nodes %s exists" % name)
+            self.nodes[(None, name)] = node
+            self._bump("ADDED", node)
+            return copy.deepcopy(node)
+
+    def delete_node(self, _namespace, name):
+        with self.lock:
+            self._bump("DELETED", self.nodes.pop((None, name)))
+
     def delete_pod(self, namespace, name):
         with self.lock:
             pod = self.pods.pop((namespace, name))
@@ -661,12 +686,13 @@ def _handler(api):
             url = urlparse(self.path)
             query = dict((k, v[-1]) for k, v in parse_qs(url.query).items())
             routes = ((_POD, api.pods, "Pod"), (_NAD, api.nads, "NetworkAttachmentDefinition"),
-                      (_SERVICE, api.services, "Service"), (_SLICE, api.slices, "EndpointSlice"))
+                      (_SERVICE, api.services, "Service"), (_SLICE, api.slices, "EndpointSlice"),
+                      (_NODE, api.nodes, "Node"))
             for pattern, store, kind in routes:
                 match = pattern.match(url.path)
                 if not match:
                     continue
-                ns, name = match.group("ns"), match.group("name")
+                ns, name = match.group("ns") or None, match.group("name")
                 if name:
                     with api.lock:
                         obj = store.get((ns, name))
@@ -714,6 +740,11 @@ def _handler(api):
                 api.slices[(ns, meta["name"])] = slice_
                 api._bump("ADDED", slice_)
                 return copy.deepcopy(slice_)
+
+        def _create_node(self, _ns, body):
+            addresses = (body.get("status") or {}).get("addresses") or []
+            return api.create_node(body["metadata"]["name"],
+                                   [a["address"] for a in addresses if a.get("type") == "InternalIP"])
 
         def _chunk(self, data):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -805,14 +836,15 @@ def _handler(api):
             if self._failing():
                 return
             for pattern, store, remove in ((_SERVICE, api.services, api.delete_service),
-                                           (_SLICE, api.slices, api.delete_endpointslice)):
+                                           (_SLICE, api.slices, api.delete_endpointslice),
+                                           (_NODE, api.nodes, api.delete_node)):
                 match = pattern.match(urlparse(self.path).path)
-                if match and match.group("ns") and match.group("name"):
-                    key = (match.group("ns"), match.group("name"))
+                if match and (match.group("ns") or pattern is _NODE) and match.group("name"):
+                    key = (match.group("ns") or None, match.group("name"))
                     with api.lock:
                         obj = copy.deepcopy(store.get(key))
                     if obj is None:
-                        return self._send(404, _status(404, "NotFound", "%s/%s not found" % key))
+                        return self._send(404, _status(404, "NotFound", "%s not found" % "/".join(k for k in key if k)))
                     remove(*key)
                     return self._send(200, obj)
             match = _POD.match(urlparse(self.path).path)
@@ -845,9 +877,10 @@ def _handler(api):
                 return self._send(201, api.create_pod(ns, name, meta.get("annotations"), node=node,
                                                       labels=meta.get("labels"),
                                                       ports=containers[0].get("ports")))
-            for pattern, create in ((_SERVICE, self._create_service), (_SLICE, self._create_slice)):
+            for pattern, create in ((_SERVICE, self._create_service), (_SLICE, self._create_slice),
+                                    (_NODE, self._create_node)):
                 match = pattern.match(urlparse(self.path).path)
-                if match and match.group("ns") and not match.group("name"):
+                if match and (match.group("ns") or pattern is _NODE) and not match.group("name"):
                     body = self._body() or {}
                     if not (body.get("metadata") or {}).get("name"):
                         return self._send(422, _status(422, "Invalid", "metadata.name is required"))
