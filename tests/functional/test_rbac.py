@@ -159,7 +159,8 @@ VERBS = {"get": ("GET", "/x"), "list": ("GET", ""), "watch": ("GET", "?watch=tru
 GRANTED = {WATCHER: {("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "patch"), ("", "events", "create"),
                      ("k8s.cni.cncf.io", "network-attachment-definitions", "get"),
                      ("", "services", "list"), ("", "services", "watch"),
-                     ("discovery.k8s.io", "endpointslices", "list"), ("discovery.k8s.io", "endpointslices", "watch")},
+                     ("discovery.k8s.io", "endpointslices", "list"), ("discovery.k8s.io", "endpointslices", "watch"),
+                     ("", "nodes", "list")},     # ovn4nfv-audit's: network_audit with the watcher's kubeconfig
            NODE_AGENT: {("", "pods", "list"), ("", "pods", "watch")}}
 
 
