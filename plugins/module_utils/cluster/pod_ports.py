@@ -255,6 +255,33 @@ def starved(view, pod, requests):
     return None
 
 
+def pinned(view, pod, requests, found):
+    """``requests`` held to the addresses ``pod`` was told (the
+    ``ovnIfaceList`` in ``found``, its annotations) where its port is
+    missing: a port made again for a running pod must keep them, as its
+    interfaces carry them already. A request whose port is there, without
+    an entry, or for another CNI plugin, is as it was; an
+    entry that does not parse pins nothing (it is checked as a static
+    request would be, so it grants no more than ``ovnNetwork`` does)."""
+    try:
+        entries = dict((e.get("interface"), e) for e in annotations.parse_iface_list(
+            found.get(annotations.IFACE_LIST) or "[]") if isinstance(e, dict))
+        out, mine = [], _own_ports(view, pod, requests)
+        for request in requests:
+            entry = entries.get(request.interface)
+            if entry is None or request.ipam or request.interface in mine:
+                out.append(request)
+                continue
+            ip, prefix = addressing.parse_ip_prefix(entry.get("ip_address"), "ovnIfaceList.ip_address")
+            mac = addressing.parse_mac(entry.get("mac_address"), "ovnIfaceList.mac_address")
+            out.append(annotations.InterfaceRequest(
+                request.network, request.interface, ip, mac, request.default_gateway, request.routes,
+                request.where, request.provider, request.ipam, prefix))
+        return out
+    except (ValueError, TypeError, AttributeError, ValidationError):
+        return list(requests)
+
+
 def plan_delete(view, uid):
     """Delete exactly the ports whose ``external_ids`` carry ``uid``."""
     return _port_batch(view, [{"name": row.name} for _i, row in sorted(pod_ports(view, uid).items())], "deleted")

@@ -292,7 +292,9 @@ class Watcher:
         # worker looks, and the NB listener must know to queue the key then
         self.pending.setdefault(key, time.monotonic())
         try:
-            self._execute(lambda view: pod_ports.plan_pod(view, owner, requests, self.addresses))
+            # a port gone from under a served pod is made with the addresses it was told
+            self._execute(lambda view: pod_ports.plan_pod(
+                view, owner, pod_ports.pinned(view, owner, requests, found), self.addresses))
         except ValidationError as exc:
             self.pending.pop(key, None)
             self._refuse(key, pod, exc.reason, str(exc))
