@@ -25,7 +25,7 @@ from .common.errors import Ovn4nfvError, ValidationError
 from .ovsdb.connection import (
     DEFAULT_NB_DB, DEFAULT_OVS_DB, DEFAULT_SB_DB, DEFAULT_TIMEOUT, NB_SCHEMA, OVS_SCHEMA, SB_SCHEMA, Database,
     HAS_OVSDBAPP, OVSDBAPP_IMPORT_ERROR, TLS)
-from .ovsdb.execution import execute, reconcile, reconcile_items
+from .ovsdb.execution import Batch, execute, reconcile, reconcile_items
 from .ovsdb.operations import render_ops
 from .ovsdb.plan import STATES, WRITE_STATES, planning_state, validate_config
 from .ovsdb.view import View
@@ -183,23 +183,25 @@ def run_audit_module(argument_spec):
         with connected(module, node_audit.TABLES, OVS_SCHEMA) as ovs:
             devices = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") and \
                 p["db"] == DEFAULT_OVS_DB else None     # this host's devices are the database's
-            (findings,), repair, left = _audit_and_mend(
-                ovs, lambda: (ovs.read(lambda idl: node_audit.audit_node(
-                    View(idl), node, p["known_ports"], p["bridge"], devices, p["live_pods"])),),
-                lambda view, found: node_audit.plan_node_repair(view, found, p["bridge"]), p["state"], write)
-        skipped = [] if p["known_ports"] is not None else [node_audit.STRAY]
+
+            def read(idl):
+                view = View(idl)
+                found = node_audit.audit_node(view, node, p["known_ports"], p["bridge"], devices, p["live_pods"],
+                                              p["port_mtus"])
+                links = node_audit.encap_links(node_audit.encap_ips(view)) if devices is not None else []
+                ours = set(iface.name for iface in view.rows("Interface"))
+                return (found + node_audit.audit_tunnels(node, links, ours),)
+            (findings,), repair, left = _audit_and_mend(lambda: ovs.read(read), [
+                (ovs, lambda view, found: node_audit.plan_node_repair(view, found, p["bridge"], p["port_mtus"])),
+                (None, lambda found: node_audit.bring_up(set(
+                    o for f in found if f["class"] == node_audit.TUNNEL and f["repair"] for o in f["objects"]),
+                    write))], p["state"], write,
+                settle=lambda: ovs.wait_for(lambda idl: node_audit.mtus_applied(View(idl), p["bridge"]), ovs.timeout))
+        skipped = ([] if p["known_ports"] is not None else [node_audit.STRAY]) + \
+            ([] if p["port_mtus"] is not None else [node_audit.MTU]) + ([] if devices is not None else [node_audit.TUNNEL])
         _exit_audit(module, findings, skipped, [], [], repair, left)
     p["db"] = p["db"] or DEFAULT_NB_DB
-    pods = None
-    if p["kubeconfig"]:
-        try:
-            from .daemons.settings import kubernetes_api_client
-            from kubernetes import client
-            api = client.CoreV1Api(kubernetes_api_client(p["kubeconfig"]))
-            listed = json.loads(api.list_pod_for_all_namespaces(_preload_content=False).data)
-        except Exception as exc:  # noqa: any failure of the API client is the task's
-            module.fail_json(msg="cannot list the pods with %s: %s" % (p["kubeconfig"], exc))
-        pods = [audit.pod_of(item) for item in listed.get("items", [])]
+    pods, nodes = (_list_pods_and_nodes(module, audit) if p["kubeconfig"] else (None, None))
     try:
         sb = _connect(module, audit.SB_TABLES, SB_SCHEMA, "sb_db") if p["sb_db"] else None
     except Ovn4nfvError as exc:
@@ -207,36 +209,68 @@ def run_audit_module(argument_spec):
     try:
         with connected(module, audit.NB_TABLES, NB_SCHEMA) as nb:
             def found(nb_view):
-                ports = sorted(row.name for row in nb_view.rows("Logical_Switch_Port"))
+                ports = (sorted(row.name for row in nb_view.rows("Logical_Switch_Port")), audit.port_mtus(nb_view))
                 if sb is None:
-                    return audit.audit(nb_view, None, pods) + (ports,)
-                return sb.read(lambda idl: audit.audit(nb_view, View(idl), pods)) + (ports,)
-            (findings, skipped, ports), repair, left = _audit_and_mend(
-                nb, lambda: nb.read(lambda idl: found(View(idl))), audit.plan_repair, p["state"], write)
+                    return audit.audit(nb_view, None, pods, nodes) + ports
+                return sb.read(lambda idl: audit.audit(nb_view, View(idl), pods, nodes)) + ports
+            repairs = [(nb, lambda view, found_: audit.plan_repair(view, found_, pods))]
+            repairs += [(sb, audit.plan_sb_repair)] if sb is not None else []
+            (findings, skipped, ports, mtus), repair, left = _audit_and_mend(
+                lambda: nb.read(lambda idl: found(View(idl))), repairs, p["state"], write)
     finally:
         if sb is not None:
             sb.close()
     _exit_audit(module, findings, skipped, ports, sorted(p_["uid"] for p_ in pods) if pods is not None else None,
-                repair, left)
+                repair, left, mtus)
 
 
-def _audit_and_mend(database, audited, plan_repair, state, write):
-    """One audit of ``database`` and its repair, for either layer.
-    ``audited()`` returns the findings first in a tuple; with ``state:
-    repaired``, ``plan_repair(view, findings)`` mends in one transaction
-    (written when ``write``). Returns that tuple, the repair (None when
-    auditing only), and the findings left: the audit again when it wrote."""
+def _list_pods_and_nodes(module, audit):
+    """The API's pods (the audit's view of each) and its nodes' names; the
+    nodes are None when the kubeconfig may not list them."""
+    try:
+        from .daemons.settings import kubernetes_api_client
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        api = client.CoreV1Api(kubernetes_api_client(module.params["kubeconfig"]))
+        listed = json.loads(api.list_pod_for_all_namespaces(_preload_content=False).data)
+    except Exception as exc:  # noqa: any failure of the API client is the task's
+        module.fail_json(msg="cannot list the pods with %s: %s" % (module.params["kubeconfig"], exc))
+    try:
+        nodes = [item["metadata"]["name"] for item in json.loads(api.list_node(_preload_content=False).data)
+                 .get("items", [])]
+    except ApiException as exc:
+        if exc.status != 403:
+            module.fail_json(msg="cannot list the nodes with %s: %s" % (module.params["kubeconfig"], exc))
+        nodes = None        # not granted (the ovn4nfv-audit ClusterRole): the stale chassis class is skipped
+    return [audit.pod_of(item) for item in listed.get("items", [])], nodes
+
+
+def _audit_and_mend(audited, repairs, state, write, settle=None):
+    """One audit and its repair, for either layer. ``audited()`` returns
+    the findings first in a tuple; with ``state: repaired``, each
+    ``(database, plan_repair)`` of ``repairs`` mends in one transaction on
+    its database, ``plan_repair(view, findings)`` (written when
+    ``write``), or without a database (netlink), ``plan_repair(findings)``;
+    ``settle()``, when given, waits for what the repair asked to be done
+    (within the database's timeout) before the audit is made again. Returns that tuple, the repairs as one :class:`Batch`
+    (None when auditing only), and the findings left: the audit again when
+    it wrote."""
     first = audited()
-    repair = execute(database, lambda view: plan_repair(view, first[0]), write) if state == "repaired" else None
+    if state != "repaired":
+        return first, None, first[0]
+    repair = Batch([execute(database, lambda view, plan_=plan_repair: plan_(view, first[0]), write)
+                    if database is not None else plan_repair(first[0]) for database, plan_repair in repairs])
+    if write and repair.changed and settle is not None:
+        settle()
     return first, repair, audited()[0] if write and repair.changed else first[0]
 
 
-def _exit_audit(module, findings, skipped, ports, live_pods, repair, left):
+def _exit_audit(module, findings, skipped, ports, live_pods, repair, left, port_mtus=None):
     """The audit's result; ``left``, the findings after the repair (the
     audit again, when it wrote)."""
     from .cluster import audit
     module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
-                     lines=audit.lines(findings, skipped), ports=ports, live_pods=live_pods,
+                     lines=audit.lines(findings, skipped), ports=ports, live_pods=live_pods, port_mtus=port_mtus or {},
                      left=left,
                      repaired=repair.operations() if repair is not None and repair.changed else [])
 

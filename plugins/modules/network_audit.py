@@ -22,21 +22,32 @@ description:
     declared; V(port_not_bound), a
     running pod's port bound to no chassis; V(port_bound_elsewhere), bound to another node's chassis
     than the pod's; V(gateway_on_missing_chassis), a gateway router pinned to a chassis that is not
-    registered."
+    registered; V(stale_chassis), a chassis whose node the API no longer has (its encapsulations
+    left behind)."
+  - The stale chassis class needs a kubeconfig that may list the nodes (the C(ovn4nfv-audit)
+    ClusterRole of the watcher's manifest grants it to the watcher's account); without it, or when
+    the API lists no nodes, the class is skipped and no chassis is judged.
   - Without O(kubeconfig) the classes that need the API are skipped; without O(sb_db) those that need
     the southbound. RV(skipped) names them.
-  - With O(state=repaired) it mends what the product owns, in one northbound transaction (today, the
-    ports of pods that are gone, and a drifted network made as recorded), and reports what it did;
-    check mode reports what it would do. The other findings are reported only, because mending them is not the product's to decide (which of
-    two holders keeps an address?) or is another part's job (the watcher makes a missing port, and
-    says in the pod's Events why it does not).
+  - With O(state=repaired) it mends what the product owns, in one transaction per database. On the
+    northbound, the ports of pods that are gone are deleted, a running pod's missing port is made
+    again with the addresses the pod was told (its C(ovnIfaceList)), and a drifted network is made
+    as recorded; on the southbound, a stale chassis is deleted. It reports what it did, and check
+    mode what it would do. The other findings are reported only, because mending them is not the
+    product's to decide (which of two holders keeps an address?) or is another part's job (the
+    watcher makes the port of a pod never served, and says in the pod's Events why it does not).
   - With O(layer=node) it audits the node it runs on instead, comparing the integration bridge's
     interfaces with the northbound's logical ports (O(known_ports), the RV(ports) of the cluster
     run) and with the devices that exist. V(stray_interface), an interface naming a logical port
     the northbound does not have (the product's own is deleted by the repair when its pod is gone
     from the API, O(live_pods); another's, or a live pod's, is reported only); V(dead_interface), one
     of the product's interfaces whose device is gone, its pod's namespace
-    gone without a CNI DEL (deleted by the repair, in one transaction on the node's database).
+    gone without a CNI DEL (deleted by the repair, in one transaction on the node's database);
+    V(mtu_mismatch), one of the product's interfaces whose MTU differs from its network's
+    (O(port_mtus); the repair asks Open vSwitch for the network's); V(tunnel_down), the device holding
+    the node's encapsulation IP is down or missing (the repair brings it up over netlink when it is
+    one of this Open vSwitch's interfaces). The tunnel class looks at this host, so it runs only
+    against the local database.
   - C(playbooks/audit.yml) runs the cluster audit on the first central member, then every node's.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
@@ -70,6 +81,11 @@ options:
         Without it the stray class is skipped.
     type: list
     elements: str
+  port_mtus:
+    description:
+      - With O(layer=node), each logical port's network MTU, for the networks that set one
+        (RV(port_mtus) of the cluster run). Without it the MTU class is skipped.
+    type: dict
   live_pods:
     description:
       - With O(layer=node), the UIDs of the pods the API has (RV(live_pods) of the cluster run).
@@ -121,6 +137,7 @@ EXAMPLES = r"""
     layer: node
     known_ports: "{{ audit.ports }}"
     live_pods: "{{ audit.live_pods }}"
+    port_mtus: "{{ audit.port_mtus }}"
     state: repaired
 """
 
@@ -151,6 +168,12 @@ ports:
   type: list
   elements: str
   sample: ["default_web_net0"]
+port_mtus:
+  description: With O(layer=cluster), each logical port's network MTU, for the networks that set
+    one, for the nodes' audit.
+  returned: always
+  type: dict
+  sample: {"default_web_net0": 1400}
 live_pods:
   description: With O(layer=cluster) and O(kubeconfig), the UIDs of the pods the API has, for the
     nodes' audit; null without the API.
@@ -185,6 +208,7 @@ def main():
         layer=dict(type="str", choices=["cluster", "node"], default="cluster"),
         known_ports=dict(type="list", elements="str"),
         live_pods=dict(type="list", elements="str"),
+        port_mtus=dict(type="dict"),
         node=dict(type="str"),
         bridge=dict(type="str", default="br-int"),
     ))

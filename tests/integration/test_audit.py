@@ -41,13 +41,18 @@ def port(name, mac, ip, pod):
 
 @pytest.fixture
 def drifted(sandbox, api):
-    """web (served, but its port bound on another node's chassis), lost
-    (asks, has no port), odd (its port outside the subnet), and the ports of
-    gone and twin, pods the API does not have (twin holding web's address);
-    a gateway router on an unregistered chassis; net1's exclusions removed
-    by hand."""
+    """web (served, but its port bound on another node's chassis, worker5,
+    whose node is gone from the API), lost (asks, was never served, has no
+    port), told (served, its port deleted by hand), odd (its port outside
+    the subnet), and the ports of gone and twin, pods the API does not
+    have (twin holding web's address); a gateway router on an unregistered
+    chassis; net1's exclusions removed by hand."""
     web = api.create_pod("default", "web", REQUEST)
     api.create_pod("default", "lost", REQUEST)
+    api.create_pod("default", "told", dict(REQUEST, **ann.output_annotations([{
+        "interface": "net0", "ip_address": "172.16.1.30/24", "mac_address": "0a:00:00:00:01:18",
+        "gateway_ip": "172.16.1.1", "default_gateway": False, "routes": []}])))
+    api.create_node("node1", ["127.0.0.11"])
     odd = api.create_pod("default", "odd", REQUEST)
     with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
         execute(db, lambda v: plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"), write=True)
@@ -111,11 +116,14 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     assert r["first"]["changed"] is False and r["first"]["skipped"] == []
     assert classes(r["first"]) == sorted([
         ("leaked_port", ("default_gone_net0",)), ("leaked_port", ("default_twin_net0",)),
-        ("missing_port", ("default_lost_net0",)),
+        ("missing_port", ("default_lost_net0",)), ("missing_port", ("default_told_net0",)),
         ("duplicate_ip", ("default_twin_net0", "default_web_net0")),
         ("address_outside_network", ("default_odd_net0",)), ("network_drift", ("net1",)),
         ("port_bound_elsewhere", ("default_web_net0",)),
-        ("gateway_on_missing_chassis", ("gr-worker9",))])
+        ("gateway_on_missing_chassis", ("gr-worker9",)), ("stale_chassis", ("worker5",))])
+    repairs = dict((f["objects"][0], f["repair"]) for f in r["first"]["findings"])
+    assert repairs["default_lost_net0"] is None, "never served: the watcher's to make, and to say why not"
+    assert repairs["default_told_net0"] == "make the ports default_told_net0 with the addresses the pod was told"
     assert any(line.startswith("WARNING leaked_port: pod default/gone (uid uid-gone) is gone")
                for line in r["first"]["lines"])
 
@@ -128,15 +136,30 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     assert r["repair_check"]["left"] == r["repair_check"]["findings"]
     [net1] = [s for s in box.rows("nb", "Logical_Switch") if s["name"] == "net1"]
     assert net1["other_config"].get("exclude_ips") == "172.16.1.1", "made as recorded: the gateway excluded"
-    ports = sorted(p["name"] for p in box.rows("nb", "Logical_Switch_Port") if p["name"].startswith("default_"))
-    assert ports == ["default_odd_net0", "default_web_net0"], "only the gone pods' ports were deleted"
-    assert [c for c, _o in classes(r["after"])] == [
-        "address_outside_network", "gateway_on_missing_chassis", "missing_port", "port_bound_elsewhere"]
-    assert "is bound on worker5" in [f for f in r["after"]["findings"]
-                                     if f["class"] == "port_bound_elsewhere"][0]["message"]
-    assert r["no_layers"]["skipped"] == [
-        "leaked_port", "missing_port", "port_not_bound", "port_bound_elsewhere", "gateway_on_missing_chassis"]
+    ports = dict((p["name"], p["addresses"]) for p in box.rows("nb", "Logical_Switch_Port")
+                 if p["name"].startswith("default_"))
+    assert sorted(ports) == ["default_odd_net0", "default_told_net0", "default_web_net0"], \
+        "only the gone pods' ports were deleted, and told's was made again"
+    assert ports["default_told_net0"] == "0a:00:00:00:01:18 172.16.1.30", "with the addresses it was told"
+    assert "delete chassis worker5" in r["repair"]["repaired"]
+    assert sorted(c["name"] for c in box.rows("sb", "Chassis")) == ["node1"], "only the stale chassis went"
+    # web's binding went with worker5's chassis, and told's new port waits for its node to claim it
+    assert classes(r["after"]) == sorted([
+        ("address_outside_network", ("default_odd_net0",)), ("missing_port", ("default_lost_net0",)),
+        ("port_not_bound", ("default_told_net0",)), ("port_not_bound", ("default_web_net0",)),
+        ("gateway_on_missing_chassis", ("gr-worker9",))])
+    assert r["no_layers"]["skipped"] == ["leaked_port", "missing_port", "port_not_bound", "port_bound_elsewhere",
+                                         "gateway_on_missing_chassis", "stale_chassis"]
     assert [f["class"] for f in r["no_layers"]["findings"]] == ["address_outside_network"]
+    # the ovn4nfv-audit ClusterRole is what lets the watcher's account list the nodes: without it,
+    # no chassis is judged (and none deleted), and the audit says the class was skipped
+    api.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "ovn4nfv-audit"}, "rules": []})
+    box.sbctl("chassis-add", "worker6", "geneve", "127.0.0.16")
+    r, proc = run_playbook(collections_path, [audit("no_nodes", "repaired")])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert r["no_nodes"]["skipped"] == ["stale_chassis"]
+    assert "worker6" in [c["name"] for c in box.rows("sb", "Chassis")]
 
 
 def test_network_audit_examples_run(drifted, api, collections_path, tmp_path):
@@ -155,7 +178,7 @@ def test_network_audit_examples_run(drifted, api, collections_path, tmp_path):
     r, proc = run_playbook(collections_path, tasks)
     assert proc.returncode == 0, proc.stdout[-4000:]
     said = r["network_audit #1: Say it"]["msg"]
-    assert len(said) == 8 and any("leaked_port" in line for line in said)
+    assert len(said) == 10 and any("leaked_port" in line for line in said)
     assert r["network_audit #2: Mend what the product owns"]["changed"] is True
     node = r["network_audit #3: And on this node, against the northbound's ports"]
     assert node["changed"] is False and node["findings"] == [], "this OVS has no br-int"
@@ -181,7 +204,8 @@ def test_network_audit_on_a_node(sandbox, collections_path):
     def audit(name, state="audited", **extra):
         return {"name": name, "ovn4nfv.k8s.network_audit": dict(
             {"layer": "node", "node": "worker1", "db": box.ovs_db, "state": state}, **extra)}
-    known = {"known_ports": ["default_fine_net0"], "live_pods": ["u2", "u3"]}
+    known = {"known_ports": ["default_fine_net0"], "live_pods": ["u2", "u3"],
+             "port_mtus": {"default_fine_net0": 1400}}
     r, proc = run_playbook(collections_path, [
         audit("found", **known), dict(audit("check", "repaired", **known), check_mode=True),
         audit("repair", "repaired", **known), audit("repair_again", "repaired", **known),
@@ -189,13 +213,19 @@ def test_network_audit_on_a_node(sandbox, collections_path):
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert [(f["class"], f["objects"], f["repair"]) for f in r["found"]["findings"]] == [
         ("stray_interface", ["alive"], None),
+        ("mtu_mismatch", ["fine"], "set the MTU of fine to 1400 on worker1"),
         ("stray_interface", ["ours"], "delete the OVS port ours on worker1"),
         ("stray_interface", ["theirs"], None)]
     assert "its pod is alive" in r["found"]["findings"][0]["message"]
+    assert "has MTU 1500, its network's is 1400" in r["found"]["findings"][1]["message"]
     assert r["check"]["changed"] is True and r["repair"]["changed"] is True
     assert r["repair_again"]["changed"] is False and r["repair_again"]["repaired"] == []
     assert [f["objects"] for f in r["repair"]["left"]] == [["alive"], ["theirs"]]
     assert r["check"]["left"] == r["check"]["findings"]
     assert [f["objects"] for f in r["after"]["findings"]] == [["alive"], ["theirs"]]
     assert sorted(p["name"] for p in box.rows("ovs", "Port")) == ["alive", "br-int", "fine", "theirs"]
-    assert r["unknown"]["skipped"] == ["stray_interface"] and r["unknown"]["findings"] == []
+    [fine] = [i for i in box.rows("ovs", "Interface") if i["name"] == "fine"]
+    assert fine["mtu_request"] == 1400 and fine["mtu"] == 1400, "asked of OVS, and OVS set it"
+    # not this host's database: the tunnel class looks at this host's links, so it is not looked at
+    assert r["unknown"]["skipped"] == ["stray_interface", "mtu_mismatch", "tunnel_down"]
+    assert r["unknown"]["findings"] == []

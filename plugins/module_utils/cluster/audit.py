@@ -14,8 +14,14 @@ it does not in the pod's Events).
 
 The audit reads; :func:`plan_repair` is the one transaction on the
 northbound that mends what the product owns: it deletes the ports of pods
-that are gone, and makes a drifted network what its records say. Classes that need the API are skipped, and said so, when
-there is none; those that need the southbound likewise.
+that are gone, makes a running pod's missing port again with the
+addresses the pod was told (its ``ovnIfaceList``), and makes a drifted
+network what its records say. :func:`plan_sb_repair` is the one on the
+southbound: it deletes the chassis of nodes that are gone. Classes that
+need the API are skipped, and said so, when there is none; those that need
+the southbound likewise; the stale chassis class also when the API lists
+no nodes (a cluster always has some: an empty list is a reader that may
+not see them, and no chassis is judged on it).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,13 +31,15 @@ __metaclass__ = type
 from ..common.errors import ValidationError
 from ..common.naming import OWNER_KEY, OWNER_VALUE
 from ..ovsdb.execution import Batch
+from ..ovsdb.operations import Op
+from ..ovsdb.plan import Change, Plan
 from . import annotations, networks as vn
 from .pod_addresses import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, held_addresses, is_pod_port
-from .pod_ports import plan_delete
+from .pod_ports import pinned, plan_delete, plan_pod
 from .topology import NETWORK_KEY, TABLES, role_of
 
 NB_TABLES = TABLES     # the topology's: a network's drift is planned as the network would be
-SB_TABLES = ("Port_Binding", "Chassis")
+SB_TABLES = ("Port_Binding", "Chassis", "Chassis_Private", "Encap")
 LEAKED = "leaked_port"
 MISSING = "missing_port"
 DUPLICATE_IP = "duplicate_ip"
@@ -41,7 +49,8 @@ UNBOUND = "port_not_bound"
 ELSEWHERE = "port_bound_elsewhere"
 GATEWAY = "gateway_on_missing_chassis"
 DRIFT = "network_drift"
-CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT, UNBOUND, ELSEWHERE, GATEWAY)
+STALE = "stale_chassis"
+CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT, UNBOUND, ELSEWHERE, GATEWAY, STALE)
 
 
 def finding(kind, severity, layer, objects, message, repair=None):
@@ -86,11 +95,15 @@ def audit_pods(nb, pods):
         except ValidationError:
             continue            # refused, and said so in the pod's Events: not a drift
         identity = Pod(pod["namespace"], pod["name"], pod["uid"])
-        missing = [r.interface for r in requests if (pod["uid"], r.interface) not in have]
+        missing = [r for r in requests if (pod["uid"], r.interface) not in have]
         if missing:
-            out.append(finding(MISSING, "error", "nb", [identity.port_name(i) for i in missing],
-                               "pod %s asks for %s and has no port for it (see its Events)" % (
-                                   identity, ", ".join(missing))))
+            names = [identity.port_name(r.interface) for r in missing]
+            told = [r for r in pinned(nb, identity, missing, pod["annotations"]) if r.ip is not None]
+            out.append(finding(MISSING, "error", "nb", names, "pod %s asks for %s and has no port for it%s" % (
+                identity, ", ".join(r.interface for r in missing),
+                "" if len(told) == len(missing) else " (see its Events)"),
+                "make the ports %s with the addresses the pod was told" % ", ".join(names)
+                if len(told) == len(missing) else None))
     return out
 
 
@@ -121,6 +134,18 @@ def audit_addresses(nb):
         if len(names) > 1:
             out.append(finding(DUPLICATE_MAC, "error", "nb", names, "%s is held by %s" % (
                 mac, " and ".join(sorted(names)))))
+    return out
+
+
+def port_mtus(nb):
+    """``{logical port: MTU}`` of the ports on networks that set one, for
+    the nodes' audit."""
+    settings = vn.read_network_settings(nb)
+    out = {}
+    for switch in nb.rows("Logical_Switch"):
+        network = settings.get(switch.name)
+        if network is not None and network.mtu:
+            out.update((port.name, int(network.mtu)) for port in switch.ports)
     return out
 
 
@@ -199,8 +224,23 @@ def audit_bindings(nb, sb, pods):
     return out
 
 
-def audit(nb, sb=None, pods=None):
-    """Every finding, and the classes skipped for want of a layer."""
+def audit_chassis(sb, nodes):
+    """A chassis whose node the API no longer has (known by either its
+    name or its hostname): its encapsulations stay, and every other node
+    keeps a tunnel to it."""
+    out = []
+    for row in sorted(sb.rows("Chassis"), key=lambda r: r.name):
+        if row.name not in nodes and (row.hostname or row.name) not in nodes:
+            encaps = ", ".join(sorted("%s %s" % (e.type, e.ip) for e in row.encaps))
+            out.append(finding(STALE, "warning", "sb", [row.name], "chassis %s (host %s, %s) has no node in the "
+                               "API" % (row.name, row.hostname or "unknown", encaps or "no encap"),
+                               "delete chassis %s and its encapsulations" % row.name))
+    return out
+
+
+def audit(nb, sb=None, pods=None, nodes=None):
+    """Every finding, and the classes skipped for want of a layer.
+    ``nodes``, the names of the API's nodes (None or empty: not known)."""
     findings, skipped = audit_addresses(nb) + audit_networks(nb), []
     if pods is not None:
         findings += audit_pods(nb, pods)
@@ -212,13 +252,28 @@ def audit(nb, sb=None, pods=None):
         skipped += [UNBOUND, ELSEWHERE, GATEWAY]
     elif pods is None:
         skipped += [UNBOUND, ELSEWHERE]
+    if sb is not None and nodes:
+        findings += audit_chassis(sb, set(nodes))
+    else:
+        skipped.append(STALE)
     return sorted(findings, key=lambda f: (CLASSES.index(f["class"]), f["objects"])), skipped
 
 
-def plan_repair(nb, findings):
+def plan_repair(nb, findings, pods=()):
     """The one northbound transaction that mends what the product owns:
-    the ports of pods that are gone."""
+    the ports of pods that are gone, and a running pod's missing ports
+    (``pods``, the API's) with the addresses it was told."""
     batch = Batch()
+    missing = set(name for f in findings if f["class"] == MISSING and f["repair"] for name in f["objects"])
+    for pod in sorted(pods or (), key=lambda p: (p["namespace"], p["name"])):
+        identity = Pod(pod["namespace"], pod["name"], pod["uid"])
+        try:
+            requests = [r for r in annotations.parse_requests(pod["annotations"])[1]
+                        if identity.port_name(r.interface) in missing]
+            if requests:
+                batch.add(plan_pod(nb, identity, pinned(nb, identity, requests, pod["annotations"])))
+        except ValidationError:
+            continue        # the addresses were taken meanwhile: the finding stays, and says so
     uids = sorted(set(row.external_ids.get(K_UID) for row in _ports(nb)
                       if any(f["class"] == LEAKED and row.name in f["objects"] for f in findings)))
     for uid in uids:
@@ -231,6 +286,26 @@ def plan_repair(nb, findings):
             for resource_plan in (plan_.batch.plans if plan_ is not None else []):
                 batch.add(resource_plan)
     return batch
+
+
+class _Chassis:
+    """What :func:`plan_sb_repair`'s changes are said of."""
+    name, identity = "chassis", ()
+
+
+def plan_sb_repair(sb, findings):
+    """The one southbound transaction: delete the chassis of nodes that
+    are gone, with their ``Chassis_Private`` rows (their encapsulations go
+    with them, as nothing else refers to those)."""
+    stale = set(name for f in findings if f["class"] == STALE and f["repair"] for name in f["objects"])
+    plan_ = Plan(_Chassis, "deleted")
+    private = dict((row.name, row) for row in sb.rows("Chassis_Private"))
+    for row in sorted(sb.rows("Chassis"), key=lambda r: r.name):
+        if row.name in stale:
+            ops = [Op("delete", "Chassis", row)] + ([Op("delete", "Chassis_Private", private[row.name])]
+                                                    if row.name in private else [])
+            plan_.changes.append(Change("delete", row.name, {"name": row.name}, None, ops))
+    return Batch([plan_])
 
 
 def lines(findings, skipped=()):

@@ -10,9 +10,17 @@ against the devices that exist.
   when its pod is gone from the API, another's is reported only;
 * ``dead_interface``: one of the product's interfaces whose device is gone
   (its pod's namespace went without a CNI DEL): OVS holds a port for
-  nothing, and the repair deletes it, as the node agent's sweep does.
+  nothing, and the repair deletes it, as the node agent's sweep does;
+* ``mtu_mismatch``: one of the product's interfaces whose MTU differs from
+  its network's (the cluster's audit hands the networks' MTUs down); the
+  repair asks Open vSwitch for the network's (``mtu_request``);
+* ``tunnel_down``: the device that holds the node's encapsulation IP is
+  down, or none holds it: every tunnel to and from the node carries
+  nothing. The repair brings it up when it is one of this database's
+  interfaces (the uplink bridge the product made), over netlink.
 
-The repair is one transaction on the node's Open vSwitch database.
+The repair is one transaction on the node's Open vSwitch database, and the
+links it brings up.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,12 +30,77 @@ __metaclass__ = type
 from ..cluster.audit import finding
 from ..cluster.pod_addresses import K_CONTAINER, K_UID
 from ..ovsdb.execution import Batch
-from ..ovsdb.plan import plan, validate_config
+from ..ovsdb.operations import Op
+from ..ovsdb.plan import Change, Plan, plan, validate_config
 from ..resources.ovs import Port
 
-TABLES = ("Bridge", "Port", "Interface")
+TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
 STRAY = "stray_interface"
 DEAD = "dead_interface"
+MTU = "mtu_mismatch"
+TUNNEL = "tunnel_down"
+IFF_UP = 0x1
+
+
+def _first(value):
+    return value[0] if isinstance(value, list) and value else (None if isinstance(value, list) else value)
+
+
+def encap_ips(view):
+    """The node's encapsulation IPs (``ovn-encap-ip``, comma-separated)."""
+    rows = view.rows("Open_vSwitch")
+    text = rows[0].external_ids.get("ovn-encap-ip", "") if rows else ""
+    return [ip.strip() for ip in text.split(",") if ip.strip()]
+
+
+def encap_links(ips):
+    """``[(ip, device or None, up)]``: which device holds each IP, from
+    netlink (this host's)."""
+    from pyroute2 import IPRoute
+    out = []
+    with IPRoute() as ipr:
+        held = dict((a.get_attr("IFA_ADDRESS"), a["index"]) for a in ipr.get_addr())
+        for ip in ips:
+            link = ipr.get_links(held[ip])[0] if ip in held else None
+            out.append((ip, link.get_attr("IFLA_IFNAME") if link else None, bool(link and link["flags"] & IFF_UP)))
+    return out
+
+
+def bring_up(names, write):
+    """The repair's netlink part: bring the links ``names`` up."""
+    if write and names:
+        from pyroute2 import IPRoute
+        with IPRoute() as ipr:
+            for name in names:
+                ipr.link("set", index=ipr.link_lookup(ifname=name)[0], state="up")
+    return LinkRepair(names)
+
+
+class LinkRepair:
+    """What :func:`bring_up` did (or would do), as a plan says it."""
+
+    def __init__(self, names):
+        self.names = sorted(names)
+        self.changed = bool(self.names)
+
+    def operations(self):
+        return ["set link %s up" % name for name in self.names]
+
+
+def audit_tunnels(node, links, ours):
+    """``links``, :func:`encap_links` of the node's encapsulation IPs;
+    ``ours``, the names of this Open vSwitch's interfaces (the only ones
+    the repair brings up)."""
+    out = []
+    for ip, device, up in links:
+        if device is None:
+            out.append(finding(TUNNEL, "error", "node", [ip], "%s: no device holds the encapsulation IP %s; "
+                               "tunnels to and from %s carry nothing" % (node, ip, node)))
+        elif not up:
+            out.append(finding(TUNNEL, "error", "node", [device], "%s: %s, which holds the encapsulation IP %s, "
+                               "is down; tunnels to and from %s carry nothing" % (node, device, ip, node),
+                               ("bring %s up on %s" % (device, node)) if device in ours else None))
+    return out
 
 
 def _interfaces(view, bridge):
@@ -37,7 +110,7 @@ def _interfaces(view, bridge):
     return [(port, iface) for port in row.ports for iface in port.interfaces if port.name != bridge]
 
 
-def audit_node(view, node, known_ports=None, bridge="br-int", devices=None, live_pods=None):
+def audit_node(view, node, known_ports=None, bridge="br-int", devices=None, live_pods=None, port_mtus=None):
     """The node's findings; ``known_ports``, the northbound's logical port
     names (None: the stray class is not looked at); ``devices``, the names
     of the network devices the node has (None: only what OVS says counts).
@@ -45,8 +118,10 @@ def audit_node(view, node, known_ports=None, bridge="br-int", devices=None, live
     datapath keeps the port's number until it reconfigures. ``live_pods``,
     the UIDs of the pods the API has: the product's stray interface is
     deleted only when its pod is known to be gone (a live pod's logical
-    port is made again by the watcher)."""
+    port is made again by the watcher). ``port_mtus``, ``{logical port:
+    its network's MTU}`` for the networks that have one."""
     out = []
+    mtus = port_mtus or {}
     known = set(known_ports) if known_ports is not None else None
     for port, iface in sorted(_interfaces(view, bridge), key=lambda pair: pair[0].name):
         ours = bool(iface.external_ids.get(K_CONTAINER))
@@ -59,23 +134,51 @@ def audit_node(view, node, known_ports=None, bridge="br-int", devices=None, live
                                    node, iface.name, iface_id, (iface.error or ["gone"])[0] if isinstance(
                                        iface.error, list) else iface.error or "gone"),
                                "delete the OVS port %s on %s" % (port.name, node)))
+        elif ours and iface_id in mtus and _first(iface.mtu) not in (None, int(mtus[iface_id])):
+            out.append(finding(MTU, "error", "ovs", [port.name], "%s: interface %s of %s has MTU %s, its "
+                               "network's is %s" % (node, iface.name, iface_id, _first(iface.mtu), mtus[iface_id]),
+                               "set the MTU of %s to %s on %s" % (iface.name, mtus[iface_id], node)))
         elif known is not None and iface_id and iface_id not in known and iface.type in ("", "internal", "system"):
             uid = iface.external_ids.get(K_UID)
             gone_pod = ours and live_pods is not None and uid not in live_pods
             out.append(finding(STRAY, "warning", "ovs", [port.name],
                                "%s: interface %s names logical port %s, which the northbound does not have%s" % (
                                    node, iface.name, iface_id,
-                                   "; its pod is alive, the watcher makes the port again" if ours and live_pods
+                                   "; its pod is alive: the cluster's repair (or the watcher) makes the port again" if ours and live_pods
                                    is not None and not gone_pod else ""),
                                ("delete the OVS port %s on %s" % (port.name, node)) if gone_pod else None))
     return out
 
 
-def plan_node_repair(view, findings, bridge="br-int"):
-    """Delete the product's ports the findings name, in one transaction."""
-    names = sorted(set(name for f in findings if f["repair"] for name in f["objects"]))
-    if not names:
-        return Batch()      # (``deleted`` without items would mean every port the product owns)
-    resource = Port()
-    items = [{"name": name, "bridge": bridge} for name in names]
-    return plan(resource, validate_config(resource, items, "deleted"), "deleted", view)
+def mtus_applied(view, bridge="br-int"):
+    """Whether Open vSwitch has given every interface on ``bridge`` the MTU
+    asked of it (``mtu_request``): the repair asks, vswitchd applies a
+    moment later, and the audit made again after it waits for that."""
+    return all(_first(iface.mtu) == _first(iface.mtu_request) for _port, iface in _interfaces(view, bridge)
+               if _first(iface.mtu_request) is not None)
+
+
+class _Interface:
+    """What the MTU repair's changes are said of."""
+    name, identity = "interface", ()
+
+
+def plan_node_repair(view, findings, bridge="br-int", port_mtus=None):
+    """Delete the product's ports the findings name, and ask for their
+    networks' MTU where it differs, in one transaction."""
+    batch = Batch()
+    names = sorted(set(name for f in findings if f["repair"] and f["class"] in (STRAY, DEAD)
+                       for name in f["objects"]))
+    if names:       # (``deleted`` without items would mean every port the product owns)
+        resource = Port()
+        items = [{"name": name, "bridge": bridge} for name in names]
+        batch.add(plan(resource, validate_config(resource, items, "deleted"), "deleted", view))
+    wrong = set(name for f in findings if f["repair"] and f["class"] == MTU for name in f["objects"])
+    resize = Plan(_Interface, "merged")
+    for port, iface in sorted(_interfaces(view, bridge), key=lambda pair: pair[0].name):
+        mtu = (port_mtus or {}).get(iface.external_ids.get("iface-id"))
+        if port.name in wrong and mtu:
+            resize.changes.append(Change("update", iface.name, {"mtu": _first(iface.mtu)}, {"mtu": int(mtu)},
+                                         [Op("update", "Interface", iface, "mtu_request", [int(mtu)])]))
+    batch.add(resize)
+    return batch

@@ -1,0 +1,66 @@
+"""The node audit's tunnel class on real netlink: in a network namespace
+of the test's own, a device holding the encapsulation IP is found down,
+brought up by the repair's netlink part, and found up; an IP no device
+holds is said so."""
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+PROBE = """
+import json, sys
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import audit
+action = sys.argv[1]
+if action == "up":
+    print(json.dumps(audit.bring_up(["o4n-encap"], True).operations()))
+else:
+    print(json.dumps(audit.encap_links(["10.250.0.1", "10.250.0.9"])))
+"""
+
+
+@pytest.fixture
+def node_ns():
+    name = "o4n-audit-" + uuid.uuid4().hex[:8]
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        for argv in (["link", "add", "o4n-encap", "type", "veth", "peer", "name", "o4n-peer"],
+                     ["addr", "add", "10.250.0.1/24", "dev", "o4n-encap"]):
+            subprocess.run(["ip", "-n", name] + argv, check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "delete", name], check=False)
+
+
+def probe(ns, action, collections_path):
+    proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", PROBE, action],
+                          env={"PYTHONPATH": collections_path, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def state(ns):
+    out = subprocess.run(["ip", "-n", ns, "-j", "link", "show", "o4n-encap"], stdout=subprocess.PIPE, check=True)
+    return "UP" in json.loads(out.stdout)[0]["flags"]
+
+
+def test_tunnel_links_found_down_brought_up_and_found_up(node_ns, collections_path):
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import audit
+
+    links = probe(node_ns, "read", collections_path)
+    assert [tuple(link) for link in links] == [("10.250.0.1", "o4n-encap", False), ("10.250.0.9", None, False)]
+    found = audit.audit_tunnels("worker2", [tuple(link) for link in links], {"o4n-encap"})
+    assert [(f["class"], f["objects"], f["repair"]) for f in found] == [
+        ("tunnel_down", ["o4n-encap"], "bring o4n-encap up on worker2"),
+        ("tunnel_down", ["10.250.0.9"], None)]
+    assert "holds the encapsulation IP 10.250.0.1, is down" in found[0]["message"]
+    assert not state(node_ns)
+    assert probe(node_ns, "up", collections_path) == ["set link o4n-encap up"]
+    assert state(node_ns)
+    assert [tuple(link) for link in probe(node_ns, "read", collections_path)][0] == ("10.250.0.1", "o4n-encap", True)
+    # a device that is not one of this Open vSwitch's is reported, never touched
+    assert audit.audit_tunnels("worker2", [("10.250.0.1", "o4n-encap", False)], set())[0]["repair"] is None
