@@ -16,7 +16,7 @@ COLLECTION_TREE := $(or $(TMPDIR),/tmp)/ovn4nfv.k8s-collections
 DEBIAN ?= trixie
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
-.PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-down clean
+.PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-chaos lab-down clean
 
 deps:
 	.ci/install-deps
@@ -137,6 +137,11 @@ lab: venv
 # runs; its pods are made again as kubelet would, verify.yml must pass.
 lab-reboot: venv
 	$(PY) lab/lab.py --debian $(DEBIAN) reboot $(NODE)
+
+# Break the running lab on purpose, one fault of each kind, then audit,
+# repair, audit again and verify (lab.py chaos says which and why).
+lab-chaos: venv
+	$(PY) lab/lab.py --debian $(DEBIAN) chaos
 
 lab-down:
 	$(BASE_PYTHON) lab/lab.py down

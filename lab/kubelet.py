@@ -8,6 +8,16 @@
                                            pod Ready (status)
     kubelet.py delete NAME                 CNI DEL, remove the namespace and
                                            the pod
+    kubelet.py vanish NAME                 what a node leaves behind when the
+                                           runtime lost a pod: its namespace
+                                           goes without a CNI DEL, and the
+                                           pod is deleted from the API
+                                           (kubectl delete --force); the
+                                           OVS port stays
+    kubelet.py register ADDRESS            register this node's Node (its
+                                           name, the host's; ADDRESS, its
+                                           InternalIP), as kubelet does on
+                                           start; one registered is kept
     kubelet.py service SERVICE_JSON        create a Service (as kubectl
                                            would); one that exists is kept
 
@@ -99,14 +109,16 @@ def run(name, annotation, labels=None, sysctls=None):
     return summary
 
 
-def delete(name):
+def delete(name, cni_del=True):
+    """The pod's CNI DEL (unless ``cni_del`` is false: the runtime lost
+    it), its namespace removed, and the pod deleted from the API."""
     from pyroute2 import netns
     path = os.path.join(STATE, name)
-    if os.path.exists(path):
+    if os.path.exists(path) and cni_del:
         with open(path) as handle:
             cni("DEL", name, handle.read().strip())
         os.unlink(path)
-    if os.path.exists(path + ".json"):
+    if os.path.exists(path + ".json") and cni_del:
         os.unlink(path + ".json")
     if name in netns.listnetns():
         netns.remove(name)
@@ -115,7 +127,19 @@ def delete(name):
     except urllib.error.HTTPError as exc:
         if exc.code != 404:
             raise
-    return {"pod": name, "deleted": True}
+    return {"pod": name, "deleted": True, "cni_del": cni_del}
+
+
+def register(address):
+    name = socket.gethostname()
+    try:
+        api("POST", "/api/v1/nodes", {"metadata": {"name": name},
+                                      "status": {"addresses": [{"type": "InternalIP", "address": address}]}})
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:
+            raise
+        return {"node": name, "registered": False}
+    return {"node": name, "registered": True}
 
 
 def service(spec):
@@ -135,6 +159,10 @@ def main(argv):
                      json.loads(argv[5]) if len(argv) > 5 else None)
     elif argv[1] == "delete":
         result = delete(argv[2])
+    elif argv[1] == "vanish":
+        result = delete(argv[2], cni_del=False)
+    elif argv[1] == "register":
+        result = register(argv[2])
     elif argv[1] == "service":
         result = service(json.loads(argv[2]))
     else:

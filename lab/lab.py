@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -54,12 +55,13 @@ class LabSet:
     """Containers on podman networks of their own: ``networks`` is
     ``[(name, subnet)]``, ``nodes`` maps a container to ``(hostname,
     [(network, ip)])``, ``api`` is the container that runs the API stand-in
-    on its first address, and ``tx_off`` the containers whose veth must fill
-    in TCP checksums itself."""
+    on its first address, ``tx_off`` the containers whose veth must fill
+    in TCP checksums itself, and ``kube`` those that are Kubernetes nodes
+    (each registers its Node with the API, as its kubelet would)."""
 
-    def __init__(self, name, networks, nodes, api=None, tx_off=(), upgraded=()):
+    def __init__(self, name, networks, nodes, api=None, tx_off=(), upgraded=(), kube=()):
         self.name, self.networks, self.nodes = name, networks, nodes
-        self.api, self.tx_off, self.upgraded = api, tx_off, upgraded
+        self.api, self.tx_off, self.upgraded, self.kube = api, tx_off, upgraded, kube
 
     def releases(self, debian):
         """The Debian release of each container: ``debian`` for all, or for
@@ -91,7 +93,8 @@ SETS = {
         "ovn4nfv-worker1": ("worker1", [(UNDERLAY[0], "192.168.33.12"), (EXTERNAL[0], "192.168.50.12")]),
         "ovn4nfv-worker2": ("worker2", [(UNDERLAY[0], "192.168.33.13"), (EXTERNAL[0], "192.168.50.13")]),
         "ovn4nfv-external": ("external", [(EXTERNAL[0], "192.168.50.100")]),
-    }, api="ovn4nfv-api", tx_off=["ovn4nfv-external"], upgraded=["ovn4nfv-worker1"]),
+    }, api="ovn4nfv-api", tx_off=["ovn4nfv-external"], upgraded=["ovn4nfv-worker1"],
+        kube=["ovn4nfv-master", "ovn4nfv-worker1", "ovn4nfv-worker2"]),
     # A three-member RAFT central, a master (the watcher, and a chassis) and a
     # worker (a chassis): the molecule central_cluster scenario.
     "cluster": LabSet("cluster", [("ovn4nfv-cluster", "192.168.34.0/24")], {
@@ -100,13 +103,13 @@ SETS = {
         "ovn4nfv-central3": ("central3", [("ovn4nfv-cluster", "192.168.34.23")]),
         "ovn4nfv-cmaster": ("cmaster", [("ovn4nfv-cluster", "192.168.34.11")]),
         "ovn4nfv-cworker": ("cworker", [("ovn4nfv-cluster", "192.168.34.12")]),
-    }, api="ovn4nfv-cmaster", upgraded=["ovn4nfv-cworker"]),
+    }, api="ovn4nfv-cmaster", upgraded=["ovn4nfv-cworker"], kube=["ovn4nfv-cmaster", "ovn4nfv-cworker"]),
     # One node that is everything at once: the molecule scenarios of the roles.
     "node": LabSet("node", [("ovn4nfv-node-underlay", "192.168.35.0/24"),
                             ("ovn4nfv-node-external", "192.168.36.0/24")], {
         "ovn4nfv-node": ("node", [("ovn4nfv-node-underlay", "192.168.35.11"),
                                   ("ovn4nfv-node-external", "192.168.36.11")]),
-    }, api="ovn4nfv-node"),
+    }, api="ovn4nfv-node", kube=["ovn4nfv-node"]),
 }
 LAB = SETS["lab"]
 CONTAINERS_CONF = """\
@@ -463,6 +466,7 @@ def start_api(lab=LAB):
         for item in ("ca.crt", "admin.token"):
             podman("cp", os.path.join(directory, item), "%s:/etc/ovn4nfv-lab/%s" % (name, item))
     if exec_in(master, "test", "-e", "/run/ovn4nfv-lab-api.pid", check=False).returncode == 0:
+        register_nodes(lab)
         return
     files = [(os.path.join(directory, n), n) for n in ("server.crt", "server.key", "tokens.csv")]
     files += [(os.path.join(ROOT, "roles", role, "files", "rbac.yaml"), role + "-rbac.yaml") for role in ("watcher", "cni")]
@@ -476,6 +480,16 @@ def start_api(lab=LAB):
             "--rbac /etc/kube-api-standin/cni-rbac.yaml "
             ">/var/log/kube-api-standin.log 2>&1 & echo $! > /run/ovn4nfv-lab-api.pid" % (address, API_PORT))
     exec_in(master, "python3", "-c", WAIT_HTTP % ("https://%s:%d/api/v1/pods" % (address, API_PORT)))
+    register_nodes(lab)
+
+
+def register_nodes(lab=LAB):
+    """Each of the set's Kubernetes nodes registers its Node, as its kubelet
+    would on start (one registered already is kept)."""
+    for name in lab.kube:
+        podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
+        exec_in(name, "env", "LAB_API=https://%s:%d" % (lab.address(lab.api), API_PORT),
+                "python3", "/usr/local/bin/lab-kubelet", "register", lab.address(name))
 
 
 WAIT_HTTP = """
@@ -636,6 +650,85 @@ def run_all():
         and all(total and good == total for good, total in counts.values()) else 1
 
 
+AUDIT_LINE = re.compile(r'"((?:WARNING|ERROR|REPAIRED) .*)",?$')
+WATCHER_UNIT, AGENT_UNIT = "ovn4nfv-watcher", "ovn4nfv-agent"
+VICTIM = ("worker2", "chaos-victim", NET1)
+
+
+def audit_lines(*extra):
+    """audit.yml's finding and repair lines (it is told not to fail)."""
+    _seconds, _recap, proc = playbook("audit.yml", "-e", "audit_fail=false", *extra, check=False)
+    if proc.returncode:
+        raise SystemExit("lab: audit.yml failed; see %s" % os.path.join(STATE, "audit.yml.log"))
+    return [m.group(1) for m in (AUDIT_LINE.search(line.strip()) for line in proc.stdout.splitlines()) if m]
+
+
+def injections():
+    """One fault of each kind the lab can produce, made by hand on the
+    running lab: ``[(what, finding class, a word its line carries)]``."""
+    master = container("master")
+    ports = exec_in(master, "ovn-nbctl", "--bare", "--columns=name", "find", "Logical_Switch_Port",
+                    "external_ids:ovn4nfv-pod-name=pod-w1a").stdout.split()
+    made = [("a pod's port deleted by hand", "missing_port", ports[0])]
+    exec_in(master, "ovn-nbctl", "lsp-del", ports[0])
+    kubelet(VICTIM[0], "vanish", VICTIM[1])
+    made.append(("a pod's namespace gone without a CNI DEL", "dead_interface", VICTIM[1]))
+    ghost = str(uuid.uuid4())
+    exec_in(container("worker1"), "ovs-vsctl", "add-port", "br-int", "chaos-stray", "--", "set", "Interface",
+            "chaos-stray", "type=internal", "external_ids:iface-id=default_chaos-ghost_eth0",
+            "external_ids:ovn4nfv-container-id=chaos", "external_ids:ovn4nfv-pod-uid=" + ghost)
+    made.append(("a stray OVS port, a gone pod's", "stray_interface", "chaos-stray"))
+    exec_in(master, "ovn-sbctl", "chassis-add", "chaos-gone", "geneve", "192.168.33.99")
+    made.append(("a chassis whose node is gone", "stale_chassis", "chaos-gone"))
+    exec_in(container("worker2"), "ip", "link", "set", "br-phy", "down")
+    made.append(("worker2's tunnel down (br-phy)", "tunnel_down", "br-phy"))
+    return made
+
+
+def chaos():
+    """Break the running lab on purpose, one fault of each kind (see
+    :func:`injections`), then audit, repair, audit again and run
+    verify.yml. The daemons that mend some of these on their own in time
+    (the watcher's resync, the node agents' sweep) are stopped while the
+    faults are made and mended, so that what is found and repaired is the
+    audit's doing and the count is exact; they start again before
+    verify.yml. Prints
+    ``chaos: injected=<n> found=<k> repaired=<r> clean_after=<yes|no> links_ok=<a>/<b>``."""
+    kubelet(VICTIM[0], "run", VICTIM[1], VICTIM[2], "{}", "{}")
+    before = audit_lines()
+    if before:
+        print("\n".join(["== the lab was not clean before chaos"] + before))
+    units = [(container("master"), WATCHER_UNIT)]
+    units += [(container(n), AGENT_UNIT) for n in ("master", "worker1", "worker2")]
+    try:
+        for name, unit in units:
+            exec_in(name, "systemctl", "stop", unit)
+        made = injections()
+        found_lines = audit_lines()
+        repaired_lines = [line for line in audit_lines("-e", "audit_state=repaired") if line.startswith("REPAIRED")]
+        after = audit_lines()
+    finally:
+        for name, unit in units:
+            exec_in(name, "systemctl", "start", unit, check=False)
+        kubelet(VICTIM[0], "delete", VICTIM[1])
+        exec_in(container("worker2"), "ip", "link", "set", "br-phy", "up", check=False)
+
+    def seen(lines, kind, word):
+        return any((" %s: " % kind) in line and word in line for line in lines)
+    found = [m for m in made if seen(found_lines, m[1], m[2])]
+    repaired = [m for m in found if not seen(after, m[1], m[2])]
+    _s, _r, verify = playbook("verify.yml", *verify_vars(), check=False)
+    rows = matrix(verify)
+    ok = sum(1 for r in rows if r.startswith("OK"))
+    print("\n".join(["", "== injected"] + ["%s: %s (%s)" % (
+        "found" if m in found else "MISSED", m[0], m[1]) for m in made]
+        + ["", "== found"] + found_lines + ["", "== repaired"] + repaired_lines + ["", "== after"] + after
+        + ["", "== connectivity matrix"] + rows + traces(verify)))
+    print("chaos: injected=%d found=%d repaired=%d clean_after=%s links_ok=%d/%d" % (
+        len(made), len(found), len(repaired), "yes" if not after else "no", ok, len(rows)))
+    return 0 if len(found) == len(made) and not after and rows and ok == len(rows) else 1
+
+
 def reboot(node, tries=5):
     """Restart ``node``'s container (systemd shuts down and boots again; no
     Ansible runs), re-create its pods as kubelet would, and run verify.yml
@@ -671,7 +764,8 @@ def main(argv=None):
                         help="which containers up, down and api act on (the molecule scenarios' own "
                              "sets; the other commands are the lab's)")
     parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site", "networks",
-                                            "pods", "verify", "reset", "audit", "run", "reboot", "core-tests"])
+                                            "pods", "verify", "reset", "audit", "run", "reboot", "chaos",
+                                            "core-tests"])
     parser.add_argument("node", nargs="?", help="reboot: the node (master, worker1, ...)")
     parser.add_argument("--repair", action="store_true",
                         help="audit: also mend what the product owns (audit_state=repaired)")
@@ -699,6 +793,8 @@ def main(argv=None):
         return proc.returncode
     if args.command == "run":
         return run_all()
+    if args.command == "chaos":
+        return chaos()
     if args.command == "core-tests":
         install_host_packages()
         return core_tests(debian_default())
