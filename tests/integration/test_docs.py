@@ -3,14 +3,13 @@ guides, and a real browser (headless Chromium) renders the module index and
 a guide."""
 
 import os
-import struct
 import subprocess
-import zlib
 
 import pytest
 
+from browser import chromium, png_pixels
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHROMIUM = "/usr/bin/chromium"
 MODULES = sorted(p[:-3] for p in os.listdir(os.path.join(ROOT, "plugins", "modules")) if p.endswith(".py"))
 ROLES = sorted(os.listdir(os.path.join(ROOT, "roles")))
 
@@ -23,36 +22,6 @@ def site(tmp_path_factory):
                           timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:]
     return os.path.join(str(build), "html")
-
-
-def chromium(*args, profile):
-    """Headless Chromium on a local file, with nothing that reaches out."""
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--user-data-dir=%s" % profile] + list(args)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                          timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
-
-
-def png_pixels(path):
-    """(width, height, number of distinct row checksums) of a PNG: a blank
-    page has one kind of row."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    chunks, offset = [], 8
-    while offset < len(data):
-        length, kind = struct.unpack(">I4s", data[offset:offset + 8])
-        if kind == b"IDAT":
-            chunks.append(data[offset + 8:offset + 8 + length])
-        offset += 12 + length
-    raw = zlib.decompress(b"".join(chunks))
-    stride = len(raw) // height
-    rows = set(zlib.crc32(raw[i * stride + 1:(i + 1) * stride]) for i in range(height))
-    return width, height, len(rows)
 
 
 def test_the_module_index_lists_every_module_and_role(site, tmp_path):
