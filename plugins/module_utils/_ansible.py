@@ -202,26 +202,71 @@ def run_audit_module(argument_spec):
         _exit_audit(module, findings, skipped, [], [], repair, left)
     p["db"] = p["db"] or DEFAULT_NB_DB
     pods, nodes = (_list_pods_and_nodes(module, audit) if p["kubeconfig"] else (None, None))
-    try:
-        sb = _connect(module, audit.SB_TABLES, SB_SCHEMA, "sb_db") if p["sb_db"] else None
-    except Ovn4nfvError as exc:
-        fail(module, exc)
-    try:
-        with connected(module, audit.NB_TABLES, NB_SCHEMA) as nb:
-            def found(nb_view):
-                ports = (sorted(row.name for row in nb_view.rows("Logical_Switch_Port")), audit.port_mtus(nb_view))
-                if sb is None:
-                    return audit.audit(nb_view, None, pods, nodes) + ports
-                return sb.read(lambda idl: audit.audit(nb_view, View(idl), pods, nodes)) + ports
-            repairs = [(nb, lambda view, found_: audit.plan_repair(view, found_, pods))]
-            repairs += [(sb, audit.plan_sb_repair)] if sb is not None else []
-            (findings, skipped, ports, mtus), repair, left = _audit_and_mend(
-                lambda: nb.read(lambda idl: found(View(idl))), repairs, p["state"], write)
-    finally:
-        if sb is not None:
-            sb.close()
+    with nb_and_sb(module, audit.NB_TABLES, audit.SB_TABLES) as (nb, sb):
+        def found(nb_view, sb_view):
+            ports = (sorted(row.name for row in nb_view.rows("Logical_Switch_Port")), audit.port_mtus(nb_view))
+            return audit.audit(nb_view, sb_view, pods, nodes) + ports
+        repairs = [(nb, lambda view, found_: audit.plan_repair(view, found_, pods))]
+        repairs += [(sb, audit.plan_sb_repair)] if sb is not None else []
+        (findings, skipped, ports, mtus), repair, left = _audit_and_mend(
+            lambda: read_both(nb, sb, found), repairs, p["state"], write)
     _exit_audit(module, findings, skipped, ports, sorted(p_["uid"] for p_ in pods) if pods is not None else None,
                 repair, left, mtus)
+
+
+def run_picture_module(argument_spec):
+    """Run ``network_picture``: the cluster as DOT text, read from the
+    northbound and southbound (or given as ``source``), and with ``dest``
+    laid out by Graphviz into an SVG and an HTML page there, written only
+    when they differ (check mode: said, not written)."""
+    from .cluster import picture        # only this module's task needs it
+    spec = dict(argument_spec)
+    spec.update(connection_argument_spec(None))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    p = module.params
+    p["db"] = p["db"] or DEFAULT_NB_DB
+    source = p["source"]
+    if source is None:
+        require_libraries(module)
+        with nb_and_sb(module, picture.NB_TABLES, picture.SB_TABLES) as (nb, sb):
+            source = read_both(nb, sb, lambda nb_view, sb_view: picture.dot(
+                nb_view, sb_view, p["findings"], p["title"]))
+    result = dict(changed=False, dot=source, objects=picture.objects(source), paths=[])
+    if p["dest"]:
+        # Graphviz lays the same source out the same, but may write its
+        # groups in another order: the files record the source they show,
+        # and are made again only when it differs
+        mark = picture.digest(source, p["title"], p["lines"] or [])
+        paths = [os.path.join(p["dest"], name) for name in ("topology.html", "topology.svg")]
+        result["paths"] = paths
+        if any(mark not in (_read(path) or "") for path in paths):
+            result["changed"] = True
+            try:
+                svg = picture.render(source, mark)
+            except ImportError:
+                module.fail_json(msg=missing_required_lib("pygraphviz (Debian: python3-pygraphviz)"))
+            if not module.check_mode:
+                _write(paths[1], svg)
+                _write(paths[0], picture.page(svg, p["title"], p["lines"] or []))
+    module.exit_json(**result)
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _write(path, text):
+    """Write ``text`` to ``path`` whole: a reader never sees half a file."""
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    with open(path + ".tmp", "w") as handle:
+        handle.write(text)
+    os.rename(path + ".tmp", path)
 
 
 def _list_pods_and_nodes(module, audit):
@@ -273,6 +318,31 @@ def _exit_audit(module, findings, skipped, ports, live_pods, repair, left, port_
                      lines=audit.lines(findings, skipped), ports=ports, live_pods=live_pods, port_mtus=port_mtus or {},
                      left=left,
                      repaired=repair.operations() if repair is not None and repair.changed else [])
+
+
+@contextlib.contextmanager
+def nb_and_sb(module, nb_tables, sb_tables):
+    """The northbound, and the southbound (None when ``sb_db`` is ""), for
+    the ``with`` block; any error of the product's in it fails the module,
+    and both are closed."""
+    try:
+        sb = _connect(module, sb_tables, SB_SCHEMA, "sb_db") if module.params["sb_db"] else None
+    except Ovn4nfvError as exc:
+        fail(module, exc)
+    try:
+        with connected(module, nb_tables, NB_SCHEMA) as nb:
+            yield nb, sb
+    finally:
+        if sb is not None:
+            sb.close()
+
+
+def read_both(nb, sb, function):
+    """``function(northbound view, southbound view or None)``, with both
+    databases held still."""
+    if sb is None:
+        return nb.read(lambda idl: function(View(idl), None))
+    return nb.read(lambda idl: sb.read(lambda sb_idl: function(View(idl), View(sb_idl))))
 
 
 @contextlib.contextmanager

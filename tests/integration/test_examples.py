@@ -30,7 +30,9 @@ IN_A_NAMESPACE = ["ovs_uplink"]
 TRACED = ["network_trace"]
 # Needs the API too: its examples run in test_audit.py, with the API stand-in.
 AUDITED = ["network_audit"]
-ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE + TRACED + AUDITED
+# Reads the NB and SB and writes files: its examples run in test_picture.py.
+DRAWN = ["network_picture"]
+ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE + TRACED + AUDITED + DRAWN
 
 
 def examples(module):
