@@ -580,6 +580,16 @@ def traces(proc):
                                  for line in proc.stdout.splitlines()) if m]
 
 
+def draw():
+    """playbooks/topology.yml: the lab as a picture (SVG and a page) in
+    .cache/lab/topology; returns the line that says where it is."""
+    _s, _r, proc = playbook("topology.yml", "-e", "topology_dest=" + os.path.join(STATE, "topology"),
+                            "-e", "topology_title=ovn4nfv.k8s lab")
+    found = [m.group(1) for m in (re.search(r'"(picture: \S+)",?$', line.strip())
+                                  for line in proc.stdout.splitlines()) if m]
+    return found[0] if found else "none"
+
+
 def deletion_check():
     """A backend deleted stops receiving traffic, and a chain whose function
     is deleted fails closed, then mends when it is back: delete web-w2 and
@@ -622,6 +632,7 @@ def run_all():
     after = phase("deletions", deletion_check)
     services = matrix(verify, "service") + after["service"]
     chains, taps = matrix(verify, "chain") + after["chain"], matrix(verify, "tap")
+    picture = phase("picture", draw)
     rerun_s, recap, _p = phase("rerun", playbook, "site.yml")
     _w, recap_w, _p = phase("rerun-workloads", playbook, WORKLOADS)
     rows = matrix(verify)
@@ -629,6 +640,7 @@ def run_all():
     print("\n".join(["", "== services"] + services + ["", "== chains"] + chains + ["", "== taps"] + taps))
     print("\n== topology\n" + topology_text())
     print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
+    print("== picture: " + picture)
     print("== pods: " + ", ".join("%s@%s %s" % (p["pod"], p["node"], " ".join(p["ips"])) for p in pods))
     ok = sum(1 for r in rows if r.startswith("OK"))
     changed = sum(h.get("changed", 0) for h in list(recap.values()) + list(recap_w.values()))
@@ -764,7 +776,8 @@ def main(argv=None):
                         help="which containers up, down and api act on (the molecule scenarios' own "
                              "sets; the other commands are the lab's)")
     parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site", "networks",
-                                            "pods", "verify", "reset", "audit", "run", "reboot", "chaos",
+                                            "pods", "verify", "reset", "audit", "picture", "run", "reboot",
+                                            "chaos",
                                             "core-tests"])
     parser.add_argument("node", nargs="?", help="reboot: the node (master, worker1, ...)")
     parser.add_argument("--repair", action="store_true",
@@ -795,6 +808,9 @@ def main(argv=None):
         return run_all()
     if args.command == "chaos":
         return chaos()
+    if args.command == "picture":
+        print(draw())
+        return 0
     if args.command == "core-tests":
         install_host_packages()
         return core_tests(debian_default())
