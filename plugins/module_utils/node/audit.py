@@ -17,7 +17,11 @@ against the devices that exist.
 * ``tunnel_down``: the device that holds the node's encapsulation IP is
   down, or none holds it: every tunnel to and from the node carries
   nothing. The repair brings it up when it is one of this database's
-  interfaces (the uplink bridge the product made), over netlink.
+  interfaces (the uplink bridge the product made), over netlink;
+* ``version_skew``: the node's ``ovn-controller`` and the central's
+  ``ovn-northd`` (handed down by the cluster's audit) are releases OVN's
+  upgrade rules say must not run together (:mod:`..cluster.releases`);
+  reported only: the mend is an upgrade.
 
 The repair is one transaction on the node's Open vSwitch database, and the
 links it brings up.
@@ -27,6 +31,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ..cluster import releases
 from ..cluster.audit import finding
 from ..cluster.pod_addresses import K_CONTAINER, K_UID
 from ..ovsdb.execution import Batch
@@ -39,6 +44,8 @@ STRAY = "stray_interface"
 DEAD = "dead_interface"
 MTU = "mtu_mismatch"
 TUNNEL = "tunnel_down"
+VERSION = "version_skew"
+PIN_KEY = "ovn-match-northd-version"
 IFF_UP = 0x1
 
 
@@ -64,6 +71,38 @@ def encap_links(ips):
             link = ipr.get_links(held[ip])[0] if ip in held else None
             out.append((ip, link.get_attr("IFLA_IFNAME") if link else None, bool(link and link["flags"] & IFF_UP)))
     return out
+
+
+def controller_version(rundir="/var/run/ovn"):
+    """The running ``ovn-controller``'s version, asked over its control
+    socket (python-ovs's unixctl client, as ``ovn-appctl version`` asks);
+    None when none runs."""
+    import os
+    from ovs.unixctl.client import UnixctlClient
+    try:
+        with open(os.path.join(rundir, "ovn-controller.pid")) as handle:
+            pid = int(handle.read().strip())
+    except (IOError, OSError, ValueError):
+        return None
+    error, client = UnixctlClient.create(os.path.join(rundir, "ovn-controller.%d.ctl" % pid))
+    if error:
+        return None
+    try:
+        error, problem, result = client.transact("version", [])     # (errno, the daemon's error, its answer)
+        return None if error or problem else result
+    finally:
+        client.close()
+
+
+def audit_versions(view, node, northd, controller):
+    """``northd``, the central's ``northd_internal_version``; ``controller``,
+    :func:`controller_version`."""
+    rows = view.rows("Open_vSwitch")
+    pinned = bool(rows) and rows[0].external_ids.get(PIN_KEY, "false").lower() == "true"
+    verdict = releases.skew(northd, controller, pinned)
+    if verdict is None:
+        return []
+    return [finding(VERSION, verdict[0], "node", [node], "%s: %s" % (node, verdict[1]))]
 
 
 def bring_up(names, write):
