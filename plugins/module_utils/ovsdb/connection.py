@@ -273,6 +273,37 @@ def follow_rows(remote, schema_name, table, names, columns, decide, timeout, tls
     return _first_answer(parts, deadline, schema_name, remote, follow)
 
 
+def servers(remote, database, timeout, tls=None, field="db"):
+    """``{remote part: row or the reason it did not answer}``: each server
+    of ``remote`` (every member of a RAFT cluster, one by one) asked for
+    its own view of ``database`` in its ``_Server`` database (``model``,
+    ``connected``, ``leader``, ``cid``, ``sid``, ``index``), each within its
+    share of ``timeout``."""
+    parts = parse_remote(remote, field)
+    tls = tls or TLS()
+    tls.validate(parts)
+    tls.apply()
+    select = ["_Server", {"op": "select", "table": "Database", "where": [["name", "==", database]],
+                          "columns": ["model", "connected", "leader", "cid", "sid", "index"]}]
+    out, deadline = {}, time.monotonic() + timeout
+    for index, part in enumerate(parts):
+        share = (deadline - time.monotonic()) / (len(parts) - index)
+        try:
+            session = _Session(part, time.monotonic() + share)
+        except OSError as exc:
+            out[part] = exc.strerror or str(exc)
+            continue
+        try:
+            result = session.call("transact", select)[0]
+            rows = result.get("rows") if isinstance(result, dict) else None
+            out[part] = dict((k, _plain(v)) for k, v in rows[0].items()) if rows else "no %s here" % database
+        except OSError as exc:
+            out[part] = exc.strerror or str(exc)
+        finally:
+            session.close()
+    return out
+
+
 def fetch_schema(parts, schema_name, deadline, remote):
     """The schema from the first remote of ``parts`` that answers in time."""
     return _first_answer(parts, deadline, schema_name, remote,

@@ -1,0 +1,121 @@
+"""network_audit on a RAFT central: three real ovsdb-server processes
+holding one clustered northbound on loopback. Healthy, the audit finds
+nothing of the cluster; with a member stopped, that member is not part of
+it; with two stopped, the last one loses its leadership (an event read
+from its own _Server database) and the audit says the northbound has no
+leader, and that it skipped the classes that needed it."""
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from playbook import run_playbook
+
+SCHEMA = "/usr/share/ovn/ovn-nb.ovsschema"
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run(*argv):
+    return subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=60).stdout
+
+
+@pytest.fixture
+def nb_cluster(tmp_path):
+    """``(remotes, stop(i))``: the three members' client sockets, and a
+    way to stop one; every server is stopped at the end."""
+    ports = [free_port() for _member in range(3)]
+    base = str(tmp_path)
+    db = [os.path.join(base, "m%d.db" % i) for i in range(3)]
+    run("ovsdb-tool", "create-cluster", db[0], SCHEMA, "tcp:127.0.0.1:%d" % ports[0])
+    for i in (1, 2):
+        run("ovsdb-tool", "join-cluster", db[i], "OVN_Northbound", "tcp:127.0.0.1:%d" % ports[i],
+            "tcp:127.0.0.1:%d" % ports[0])
+    pids, socks = [], [os.path.join(base, "m%d.sock" % i) for i in range(3)]
+    try:
+        for i in range(3):
+            pidfile = os.path.join(base, "m%d.pid" % i)
+            run("ovsdb-server", "--detach", "--no-chdir", "--pidfile=" + pidfile,
+                "--log-file=" + os.path.join(base, "m%d.log" % i), "--unixctl=" + os.path.join(base, "m%d.ctl" % i),
+                "--remote=punix:" + socks[i], db[i])
+            with open(pidfile) as handle:
+                pids.append(int(handle.read()))
+        for sock in socks:
+            run("ovsdb-client", "--timeout=30", "wait", "unix:" + sock, "OVN_Northbound", "connected")
+
+        def stop(index):
+            os.kill(pids[index], signal.SIGTERM)
+        yield ["unix:" + sock for sock in socks], stop
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
+def wait_leaderless(remote, timeout=30):
+    """Follow ``remote``'s own _Server database (``ovsdb-client monitor``)
+    until it says it is not the northbound's leader; True when it did in
+    ``timeout`` seconds."""
+    proc = subprocess.Popen(["ovsdb-client", "monitor", remote, "_Server", "Database", "name,leader",
+                             "--format=json"], stdout=subprocess.PIPE, universal_newlines=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _w, _x = select.select([proc.stdout], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            line = proc.stdout.readline()
+            if not line:
+                break
+            update = json.loads(line)
+            for row in update.get("data", []):
+                named = dict(zip(update["headings"], row))
+                if named.get("name") == "OVN_Northbound" and named.get("leader") is False:
+                    return True
+        return False
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_network_audit_judges_the_raft_members(nb_cluster, collections_path):
+    remotes, stop = nb_cluster
+    db = ",".join(remotes)
+
+    def audit(name):
+        return {"name": name, "ovn4nfv.k8s.network_audit": {"db": db, "sb_db": "", "timeout": 6}}
+
+    r, proc = run_playbook(collections_path, [audit("healthy")])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert r["healthy"]["findings"] == []
+
+    stop(2)
+    r, proc = run_playbook(collections_path, [audit("one_down")])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    [down] = r["one_down"]["findings"]
+    assert (down["class"], down["severity"], down["objects"]) == ("raft_member", "warning", [remotes[2]])
+    assert "OVN_Northbound member %s does not answer" % remotes[2] in down["message"]
+
+    stop(1)
+    assert wait_leaderless(remotes[0]), "the last member never gave up its leadership"
+    r, proc = run_playbook(collections_path, [audit("no_quorum")])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    found = dict((f["class"] + ":" + f["objects"][0], f) for f in r["no_quorum"]["findings"])
+    assert sorted(found) == sorted(["raft_member:" + remotes[0], "raft_member:" + remotes[1],
+                                    "raft_member:" + remotes[2], "raft_leader:OVN_Northbound"])
+    assert "is cut off from the other members" in found["raft_member:" + remotes[0]]["message"]
+    assert found["raft_leader:OVN_Northbound"]["severity"] == "error"
+    assert "leaked_port" in r["no_quorum"]["skipped"], "what needed the northbound is said skipped"
