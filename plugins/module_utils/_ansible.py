@@ -183,6 +183,8 @@ def run_audit_module(argument_spec):
         with connected(module, node_audit.TABLES, OVS_SCHEMA) as ovs:
             devices = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") and \
                 p["db"] == DEFAULT_OVS_DB else None     # this host's devices are the database's
+            running = node_audit.controller_version(p["ovn_rundir"]) if devices is not None else None
+            versions = bool(p["northd_version"] and running)
 
             def read(idl):
                 view = View(idl)
@@ -190,6 +192,7 @@ def run_audit_module(argument_spec):
                                               p["port_mtus"])
                 links = node_audit.encap_links(node_audit.encap_ips(view)) if devices is not None else []
                 ours = set(iface.name for iface in view.rows("Interface"))
+                found += node_audit.audit_versions(view, node, p["northd_version"], running) if versions else []
                 return (found + node_audit.audit_tunnels(node, links, ours),)
             (findings,), repair, left = _audit_and_mend(lambda: ovs.read(read), [
                 (ovs, lambda view, found: node_audit.plan_node_repair(view, found, p["bridge"], p["port_mtus"])),
@@ -198,20 +201,27 @@ def run_audit_module(argument_spec):
                     write))], p["state"], write,
                 settle=lambda: ovs.wait_for(lambda idl: node_audit.mtus_applied(View(idl), p["bridge"]), ovs.timeout))
         skipped = ([] if p["known_ports"] is not None else [node_audit.STRAY]) + \
-            ([] if p["port_mtus"] is not None else [node_audit.MTU]) + ([] if devices is not None else [node_audit.TUNNEL])
+            ([] if p["port_mtus"] is not None else [node_audit.MTU]) + \
+            ([] if devices is not None else [node_audit.TUNNEL]) + ([] if versions else [node_audit.VERSION])
         _exit_audit(module, findings, skipped, [], [], repair, left)
     p["db"] = p["db"] or DEFAULT_NB_DB
     pods, nodes = (_list_pods_and_nodes(module, audit) if p["kubeconfig"] else (None, None))
+    members = _raft_findings(module)
+    if any(f["class"] == "raft_leader" for f in members):
+        # no leader takes the reads the other classes need: say so, and what was skipped
+        _exit_audit(module, members, list(audit.CLASSES), [], None, None, members)
     with nb_and_sb(module, audit.NB_TABLES, audit.SB_TABLES) as (nb, sb):
         def found(nb_view, sb_view):
-            ports = (sorted(row.name for row in nb_view.rows("Logical_Switch_Port")), audit.port_mtus(nb_view))
-            return audit.audit(nb_view, sb_view, pods, nodes) + ports
+            handed = (sorted(row.name for row in nb_view.rows("Logical_Switch_Port")), audit.port_mtus(nb_view),
+                      audit.northd_version(sb_view))
+            return audit.audit(nb_view, sb_view, pods, nodes) + handed
         repairs = [(nb, lambda view, found_: audit.plan_repair(view, found_, pods))]
         repairs += [(sb, audit.plan_sb_repair)] if sb is not None else []
-        (findings, skipped, ports, mtus), repair, left = _audit_and_mend(
+        (findings, skipped, ports, mtus, northd), repair, left = _audit_and_mend(
             lambda: read_both(nb, sb, found), repairs, p["state"], write)
+    findings, left = findings + members, left + members
     _exit_audit(module, findings, skipped, ports, sorted(p_["uid"] for p_ in pods) if pods is not None else None,
-                repair, left, mtus)
+                repair, left, dict(port_mtus=mtus, northd_version=northd))
 
 
 def run_picture_module(argument_spec):
@@ -269,6 +279,18 @@ def _write(path, text):
     os.rename(path + ".tmp", path)
 
 
+def _raft_findings(module):
+    """The RAFT central's members judged (cluster/raft.py), for the
+    databases given as several remotes."""
+    from .cluster import raft
+    p = module.params
+    try:
+        return raft.audit_clusters({"db": p["db"], "sb_db": p["sb_db"]}, p["timeout"],
+                                   TLS(p["private_key"], p["certificate"], p["ca_cert"]))
+    except Ovn4nfvError as exc:
+        fail(module, exc)
+
+
 def _list_pods_and_nodes(module, audit):
     """The API's pods (the audit's view of each) and its nodes' names; the
     nodes are None when the kubeconfig may not list them."""
@@ -310,14 +332,15 @@ def _audit_and_mend(audited, repairs, state, write, settle=None):
     return first, repair, audited()[0] if write and repair.changed else first[0]
 
 
-def _exit_audit(module, findings, skipped, ports, live_pods, repair, left, port_mtus=None):
+def _exit_audit(module, findings, skipped, ports, live_pods, repair, left, handed=None):
     """The audit's result; ``left``, the findings after the repair (the
-    audit again, when it wrote)."""
+    audit again, when it wrote); ``handed``, what the cluster run hands
+    down to the nodes' (``port_mtus``, ``northd_version``)."""
     from .cluster import audit
     module.exit_json(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
-                     lines=audit.lines(findings, skipped), ports=ports, live_pods=live_pods, port_mtus=port_mtus or {},
-                     left=left,
-                     repaired=repair.operations() if repair is not None and repair.changed else [])
+                     lines=audit.lines(findings, skipped), ports=ports, live_pods=live_pods, left=left,
+                     repaired=repair.operations() if repair is not None and repair.changed else [],
+                     **dict(dict(port_mtus={}, northd_version=None), **(handed or {})))
 
 
 @contextlib.contextmanager

@@ -24,6 +24,11 @@ description:
     than the pod's; V(gateway_on_missing_chassis), a gateway router pinned to a chassis that is not
     registered; V(stale_chassis), a chassis whose node the API no longer has (its encapsulations
     left behind)."
+  - "When O(db) or O(sb_db) lists several remotes (a RAFT central), each member is asked, one by one, what
+    it knows of its database (its C(_Server) database) - V(raft_member), a member that is not part of
+    the cluster (it does not answer, is cut off from the others, runs a standalone database, or
+    belongs to another cluster); V(raft_leader), no member is the leader (the database takes no
+    writes; the classes that read it are then skipped). Both are reported only."
   - The stale chassis class needs a kubeconfig that may list the nodes (the C(ovn4nfv-audit)
     ClusterRole of the watcher's manifest grants it to the watcher's account); without it, or when
     the API lists no nodes, the class is skipped and no chassis is judged.
@@ -46,8 +51,11 @@ description:
     V(mtu_mismatch), one of the product's interfaces whose MTU differs from its network's
     (O(port_mtus); the repair asks Open vSwitch for the network's); V(tunnel_down), the device holding
     the node's encapsulation IP is down or missing (the repair brings it up over netlink when it is
-    one of this Open vSwitch's interfaces). The tunnel class looks at this host, so it runs only
-    against the local database.
+    one of this Open vSwitch's interfaces); V(version_skew), this node's C(ovn-controller) and the
+    central's C(ovn-northd) (O(northd_version)) are releases OVN's upgrade rules say must not run
+    together (older than northd and not pinned, an error; pinned and waiting, or newer than OVN's
+    rolling upgrade span, a warning), reported only. The tunnel and version classes look at this
+    host, so they run only against the local database.
   - C(playbooks/audit.yml) runs the cluster audit on the first central member, then every node's.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
@@ -86,6 +94,16 @@ options:
       - With O(layer=node), each logical port's network MTU, for the networks that set one
         (RV(port_mtus) of the cluster run). Without it the MTU class is skipped.
     type: dict
+  northd_version:
+    description:
+      - With O(layer=node), the central's C(ovn-northd) version (RV(northd_version) of the cluster run),
+        judged against this node's running C(ovn-controller). Without it the version class is skipped.
+    type: str
+  ovn_rundir:
+    description:
+      - With O(layer=node), where C(ovn-controller) keeps its pid file and control socket.
+    type: path
+    default: /var/run/ovn
   live_pods:
     description:
       - With O(layer=node), the UIDs of the pods the API has (RV(live_pods) of the cluster run).
@@ -138,6 +156,7 @@ EXAMPLES = r"""
     known_ports: "{{ audit.ports }}"
     live_pods: "{{ audit.live_pods }}"
     port_mtus: "{{ audit.port_mtus }}"
+    northd_version: "{{ audit.northd_version }}"
     state: repaired
 """
 
@@ -174,6 +193,12 @@ port_mtus:
   returned: always
   type: dict
   sample: {"default_web_net0": 1400}
+northd_version:
+  description: With O(layer=cluster) and the southbound, C(ovn-northd)'s version as it writes it
+    (C(SB_Global) C(options:northd_internal_version)), for the nodes' audit; null before northd wrote it.
+  returned: always
+  type: str
+  sample: 23.03.1-20.27.0-70.6
 live_pods:
   description: With O(layer=cluster) and O(kubeconfig), the UIDs of the pods the API has, for the
     nodes' audit; null without the API.
@@ -209,6 +234,8 @@ def main():
         known_ports=dict(type="list", elements="str"),
         live_pods=dict(type="list", elements="str"),
         port_mtus=dict(type="dict"),
+        northd_version=dict(type="str"),
+        ovn_rundir=dict(type="path", default="/var/run/ovn"),
         node=dict(type="str"),
         bridge=dict(type="str", default="br-int"),
     ))

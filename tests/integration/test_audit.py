@@ -114,6 +114,9 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
         return sorted((f["class"], tuple(f["objects"])) for f in result["findings"])
 
     assert r["first"]["changed"] is False and r["first"]["skipped"] == []
+    # handed down to the nodes' audit: northd's version as it writes it in the southbound
+    [sb_global] = box.rows("sb", "SB_Global")
+    assert r["first"]["northd_version"] == sb_global["options"]["northd_internal_version"]
     assert classes(r["first"]) == sorted([
         ("leaked_port", ("default_gone_net0",)), ("leaked_port", ("default_twin_net0",)),
         ("missing_port", ("default_lost_net0",)), ("missing_port", ("default_told_net0",)),
@@ -227,5 +230,5 @@ def test_network_audit_on_a_node(sandbox, collections_path):
     [fine] = [i for i in box.rows("ovs", "Interface") if i["name"] == "fine"]
     assert fine["mtu_request"] == 1400 and fine["mtu"] == 1400, "asked of OVS, and OVS set it"
     # not this host's database: the tunnel class looks at this host's links, so it is not looked at
-    assert r["unknown"]["skipped"] == ["stray_interface", "mtu_mismatch", "tunnel_down"]
+    assert r["unknown"]["skipped"] == ["stray_interface", "mtu_mismatch", "tunnel_down", "version_skew"]
     assert r["unknown"]["findings"] == []

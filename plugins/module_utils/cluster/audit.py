@@ -39,7 +39,7 @@ from .pod_ports import pinned, plan_delete, plan_pod
 from .topology import NETWORK_KEY, TABLES, role_of
 
 NB_TABLES = TABLES     # the topology's: a network's drift is planned as the network would be
-SB_TABLES = ("Port_Binding", "Chassis", "Chassis_Private", "Encap")
+SB_TABLES = ("Port_Binding", "Chassis", "Chassis_Private", "Encap", "SB_Global")
 LEAKED = "leaked_port"
 MISSING = "missing_port"
 DUPLICATE_IP = "duplicate_ip"
@@ -135,6 +135,14 @@ def audit_addresses(nb):
             out.append(finding(DUPLICATE_MAC, "error", "nb", names, "%s is held by %s" % (
                 mac, " and ".join(sorted(names)))))
     return out
+
+
+def northd_version(sb):
+    """``ovn-northd``'s version as it writes it in the southbound
+    (``SB_Global.options:northd_internal_version``), for the nodes' audit;
+    None without a southbound or before northd wrote it."""
+    rows = sb.rows("SB_Global") if sb is not None else []
+    return rows[0].options.get("northd_internal_version") if rows else None
 
 
 def port_mtus(nb):
