@@ -584,7 +584,7 @@ def draw():
     """playbooks/topology.yml: the lab as a picture (SVG and a page) in
     .cache/lab/topology; returns the line that says where it is."""
     _s, _r, proc = playbook("topology.yml", "-e", "topology_dest=" + os.path.join(STATE, "topology"),
-                            "-e", "topology_title=ovn4nfv.k8s lab")
+                            "-e", json.dumps({"topology_title": "ovn4nfv.k8s lab"}))
     found = [m.group(1) for m in (re.search(r'"(picture: \S+)",?$', line.strip())
                                   for line in proc.stdout.splitlines()) if m]
     return found[0] if found else "none"

@@ -190,8 +190,8 @@ def page(svg, title, lines=()):
     """One self-contained HTML page: the picture, and the audit's lines."""
     import html
     body = svg[svg.index("<!-- ovn4nfv-picture"):] if "<!-- ovn4nfv-picture" in svg else svg[svg.index("<svg"):]
-    found = "".join("<li>%s</li>" % html.escape(line) for line in lines) or "<li>nothing</li>"
+    found = "".join("<li class=\"found\">%s</li>" % html.escape(line) for line in lines) or "<li>nothing</li>"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
             "<style>body{font-family:Helvetica,sans-serif;margin:1em}svg{max-width:100%%;height:auto}"
-            "li{color:#c62828}</style></head>\n<body><h1>%s</h1>\n%s\n<h2>What the audit found</h2>"
+            "li.found{color:#c62828}</style></head>\n<body><h1>%s</h1>\n%s\n<h2>What the audit found</h2>"
             "<ul id=\"findings\">%s</ul></body></html>\n" % (html.escape(title), html.escape(title), body, found))
