@@ -5,7 +5,6 @@ it; with two stopped, the last one loses its leadership (an event read
 from its own _Server database) and the audit says the northbound has no
 leader, and that it skipped the classes that needed it."""
 
-import json
 import os
 import select
 import signal
@@ -14,6 +13,8 @@ import subprocess
 import time
 
 import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import servers
 
 from playbook import run_playbook
 
@@ -65,26 +66,23 @@ def nb_cluster(tmp_path):
                 pass
 
 
-def wait_leaderless(remote, timeout=30):
+def wait_alone(remote, timeout=30):
     """Follow ``remote``'s own _Server database (``ovsdb-client monitor``)
-    until it says it is not the northbound's leader; True when it did in
-    ``timeout`` seconds."""
-    proc = subprocess.Popen(["ovsdb-client", "monitor", remote, "_Server", "Database", "name,leader",
+    and, at each update it sends, read that server's view again: True once
+    it says it is neither the northbound's leader nor connected to a
+    majority (a leader steps down first, and says it is cut off a moment
+    later), within ``timeout`` seconds."""
+    proc = subprocess.Popen(["ovsdb-client", "monitor", remote, "_Server", "Database", "name,leader,connected",
                              "--format=json"], stdout=subprocess.PIPE, universal_newlines=True)
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            ready, _w, _x = select.select([proc.stdout], [], [], deadline - time.monotonic())
-            if not ready:
+            row = servers(remote, "OVN_Northbound", 5)[remote]
+            if isinstance(row, dict) and not row["leader"] and not row["connected"]:
+                return True
+            ready, _w, _x = select.select([proc.stdout], [], [], max(deadline - time.monotonic(), 0))
+            if not ready or not proc.stdout.readline():
                 break
-            line = proc.stdout.readline()
-            if not line:
-                break
-            update = json.loads(line)
-            for row in update.get("data", []):
-                named = dict(zip(update["headings"], row))
-                if named.get("name") == "OVN_Northbound" and named.get("leader") is False:
-                    return True
         return False
     finally:
         proc.kill()
@@ -110,7 +108,7 @@ def test_network_audit_judges_the_raft_members(nb_cluster, collections_path):
     assert "OVN_Northbound member %s does not answer" % remotes[2] in down["message"]
 
     stop(1)
-    assert wait_leaderless(remotes[0]), "the last member never gave up its leadership"
+    assert wait_alone(remotes[0]), "the last member never said it lost the others"
     r, proc = run_playbook(collections_path, [audit("no_quorum")])
     assert proc.returncode == 0, proc.stdout[-4000:]
     found = dict((f["class"] + ":" + f["objects"][0], f) for f in r["no_quorum"]["findings"])
