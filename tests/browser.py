@@ -4,7 +4,9 @@ what its screenshots show.
 ``python3 tests/browser.py picture SVG`` takes a screenshot of a picture
 network_picture wrote and checks that each object's shape is shown filled
 in its colour where the SVG places it; it prints
-``shown: objects=<n> shown=<k>`` and the objects not shown, and exits 1
+``shown <id>`` for each object shown (its graph node id, as the SVG's
+XML reads), ``not shown: <id>`` for each one not, and last
+``shown: objects=<n> shown=<k>``; it exits 1
 unless every one is (the topology scenario runs it on the lab's picture).
 """
 
@@ -145,7 +147,7 @@ def main(argv):
         seen, missing = shown(argv[2], workdir)
     finally:
         subprocess.run(["rm", "-rf", workdir], check=False)
-    print("\n".join(["not shown: " + ident for ident in missing]
+    print("\n".join(["shown " + ident for ident in seen] + ["not shown: " + ident for ident in missing]
                     + ["shown: objects=%d shown=%d" % (len(seen) + len(missing), len(seen))]))
     return 0 if seen and not missing else 1
 
