@@ -47,7 +47,7 @@ test: venv
 test-debian: test-debian12 test-debian13
 
 test-debian12: deps
-	$(BASE_PYTHON) -m pytest -p no:cacheprovider tests/unit tests/functional \
+	$(BASE_PYTHON) -m pytest -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/functional \
 	  --ignore tests/functional/test_failure_summary.py
 
 test-debian13: deps

@@ -222,7 +222,7 @@ def core_tests(release, paths=("tests/unit", "tests/functional")):
                "ovn4nfv.containerfile=" + digest, "-t", image, "-f", containerfile, HERE)
     argv = ["podman", "run", "--rm", "--privileged", "--network", "none", "--label", LABEL + "=core-tests",
             "-v", "%s:/src:ro" % ROOT, "-w", "/src", "-e", "PYTHONDONTWRITEBYTECODE=1", image,
-            "python3", "-m", "pytest", "-p", "no:cacheprovider"]
+            "python3", "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile"]
     argv += list(paths) + ["--ignore", "tests/functional/test_failure_summary.py"]
     log("the core's tests on Debian %s's packages" % release)
     return subprocess.run(argv, check=False, timeout=3600).returncode
