@@ -109,6 +109,7 @@ bench: venv
 	$(PY) benchmarks/churn.py
 	$(PY) benchmarks/services.py
 	$(PY) benchmarks/audit.py
+	$(PY) benchmarks/scale.py
 
 # Molecule scenarios under extensions/molecule, against this working tree,
 # each as scenario:release. The roles' scenarios and the RAFT central run on

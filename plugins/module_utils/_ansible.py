@@ -65,7 +65,7 @@ def require_libraries(module):
             module.fail_json(msg=problem)
 
 
-def _connect(module, resource_tables, schema, db_param="db"):
+def _connect(module, resource_tables, schema, db_param="db", where=None):
     """The database at the remote in ``db_param``, with the module's
     timeout and TLS files."""
     params = module.params
@@ -74,7 +74,7 @@ def _connect(module, resource_tables, schema, db_param="db"):
                               params["timeout"])
     tls = TLS(params["private_key"], params["certificate"], params["ca_cert"])
     return Database(params[db_param], schema, resource_tables, timeout=params["timeout"], tls=tls,
-                    field=db_param)
+                    field=db_param, where=where)
 
 
 def fail(module, exc):
@@ -117,7 +117,7 @@ def run_resource_module(resource_class, options, default_db, single=False, argum
         items = validate_config(resource, config, planning_state(state))
     except Ovn4nfvError as exc:
         fail(module, exc)
-    with connected(module, resource.tables, resource.schema) as database:
+    with connected(module, resource.tables, resource.schema, resource.conditions(items, state)) as database:
         plan = reconcile_items(resource, items, state, database, check_mode=module.check_mode)
     module.exit_json(**composite_result(module, plan, state, single))
 
@@ -369,12 +369,13 @@ def read_both(nb, sb, function):
 
 
 @contextlib.contextmanager
-def connected(module, tables, schema):
-    """The module's database for the ``with`` block; any error of the
-    product's in it fails the module, and the connection is closed."""
+def connected(module, tables, schema, where=None):
+    """The module's database for the ``with`` block (``where``: see
+    :class:`Database`); any error of the product's in it fails the module,
+    and the connection is closed."""
     database = None
     try:
-        database = _connect(module, tables, schema)
+        database = _connect(module, tables, schema, where=where)
         yield database
     except Ovn4nfvError as exc:
         fail(module, exc)

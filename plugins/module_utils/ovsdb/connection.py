@@ -188,22 +188,31 @@ class _Session:
         self.rpc.close()
 
 
-def _first_answer(parts, deadline, schema_name, remote, work):
-    """``work(session)`` on the first remote of ``parts`` that answers: a
-    remote that refuses, or fails while it works, is left for the next.
-
-    Each remote gets an equal share of the time left to answer, so that one
-    that went away (a RAFT member whose host is down answers nothing) cannot
-    use up the time of those after it; ``work`` may extend its session's
-    deadline once it is talking. Raises :class:`DatabaseUnreachable` naming
-    each remote's failure when none answered."""
-    failures = []
+def _sessions(parts, deadline):
+    """``(remote part, session or the reason it did not connect)`` for each
+    of ``parts`` in turn, each opened within an equal share of the time
+    left, so that one that went away (a RAFT member whose host is down
+    answers nothing) cannot use up the time of those after it. The caller
+    closes each session it is given."""
     for index, part in enumerate(parts):
         share = (deadline - time.monotonic()) / (len(parts) - index)
         try:
-            session = _Session(part, time.monotonic() + share)
+            yield part, _Session(part, time.monotonic() + share)
         except OSError as exc:
-            failures.append("%s: %s" % (part, exc.strerror or exc))
+            yield part, exc.strerror or str(exc)
+
+
+def _first_answer(parts, deadline, schema_name, remote, work):
+    """``work(session)`` on the first remote of ``parts`` that answers: a
+    remote that refuses, or fails while it works, is left for the next
+    (each has its share of the time, :func:`_sessions`; ``work`` may extend
+    its session's deadline once it is talking). Raises
+    :class:`DatabaseUnreachable` naming each remote's failure when none
+    answered."""
+    failures = []
+    for part, session in _sessions(parts, deadline):
+        if isinstance(session, str):
+            failures.append("%s: %s" % (part, session))
             continue
         try:
             return work(session)
@@ -285,13 +294,10 @@ def servers(remote, database, timeout, tls=None, field="db"):
     tls.apply()
     select = ["_Server", {"op": "select", "table": "Database", "where": [["name", "==", database]],
                           "columns": ["model", "connected", "leader", "cid", "sid", "index"]}]
-    out, deadline = {}, time.monotonic() + timeout
-    for index, part in enumerate(parts):
-        share = (deadline - time.monotonic()) / (len(parts) - index)
-        try:
-            session = _Session(part, time.monotonic() + share)
-        except OSError as exc:
-            out[part] = exc.strerror or str(exc)
+    out = {}
+    for part, session in _sessions(parts, time.monotonic() + timeout):
+        if isinstance(session, str):
+            out[part] = session
             continue
         try:
             result = session.call("transact", select)[0]
@@ -325,6 +331,17 @@ if HAS_OVSDBAPP:
         def cooperative_yield(self):
             pass
 
+        def run(self):
+            # a condition the server acknowledged wakes waiters too, even
+            # when no row came or went with it (Database.widen)
+            acked = self.cond_seqno
+            changed = super(_Idl, self).run()
+            if self.cond_seqno != acked:
+                with self.changed:
+                    self.events += 1
+                    self.changed.notify_all()
+            return changed
+
         def notify(self, event, row, updates=None):
             super(_Idl, self).notify(event, row, updates)
             for listener in self.listeners:
@@ -354,13 +371,16 @@ class _FunctionCommand(_CommandBase):
 class Database:
     """A live, monitored connection to one OVSDB database.
 
-    ``tables`` names the tables to monitor; nothing else is fetched. The
-    connection is made in the constructor and fails within ``timeout``
-    seconds with :class:`DatabaseUnreachable`, naming the remote.
+    ``tables`` names the tables to monitor; nothing else is fetched.
+    ``where`` (``{table: [clause, ...]}``, any of which may match, as OVSDB's
+    conditional monitoring takes them) narrows a table to the rows a caller
+    needs from the first update on. The connection is made in
+    the constructor and fails within ``timeout`` seconds with
+    :class:`DatabaseUnreachable`, naming the remote.
     """
 
     def __init__(self, remote, schema_name, tables, timeout=DEFAULT_TIMEOUT, tls=None,
-                 field="db"):
+                 field="db", where=None):
         self.remote = remote
         self.schema_name = schema_name
         self.timeout = timeout
@@ -386,6 +406,8 @@ class Database:
         for table in tables:
             if "name" in self.idl.tables[table].columns:
                 self.idl.tables[table].rows.index_create("name").add_column("name")
+        for table, condition in sorted((where or {}).items()):
+            self.idl.cond_change(table, condition)     # sent with the first monitor request
         remaining = max(deadline - time.monotonic(), 0.1)
         self._connection = ovsdbapp_connection.Connection(self.idl, remaining)
         try:
@@ -428,6 +450,22 @@ class Database:
         except RuntimeError as exc:
             raise TransactionFailed("%s refused the transaction: %s" % (self.remote, exc))
         return command.result
+
+    def narrowed(self, table):
+        return table in self.idl.tables and self.idl.tables[table].condition_state.latest != [True]
+
+    def widen(self, table, clauses):
+        """Monitor the rows of ``table`` that ``clauses`` match too, and wait
+        (within the timeout) until the server has sent them."""
+        with self._connection.lock:
+            state = self.idl.tables[table].condition_state
+            wanted = [c for c in state.latest if c is not False] + list(clauses)
+            self.idl.cond_change(table, wanted)
+        # an empty transaction wakes the connection thread, which sends the change
+        ovsdbapp_transaction.Transaction(self, self._connection, timeout=self.timeout).commit()
+        if not self.wait_for(lambda idl: state.acked == wanted, self.timeout):
+            raise DatabaseUnreachable("the %s database at %s did not answer a monitor change within %ss" % (
+                self.schema_name, self.remote, self.timeout))
 
     def add_listener(self, listener):
         """Call ``listener(event, row)`` for every row the server creates,

@@ -30,8 +30,21 @@ def reconcile_items(resource, items, state, database, check_mode=False):
     so that a caller can refuse bad input before it connects."""
     mode = planning_state(state)
     await_singleton(resource, database)
+    adopt_parents(resource, database)
     return execute(database, lambda view: plan(resource, items, mode, view),
                    write=state in WRITE_STATES and not check_mode)
+
+
+def adopt_parents(resource, database):
+    """Under a narrowed monitor (:meth:`~.resource.Resource.conditions`),
+    also monitor the parents of the objects found that no monitored parent
+    holds, so that the plan sees where each object really is."""
+    parent = getattr(resource, "parent", None)
+    if parent is None or not database.narrowed(parent.table):
+        return
+    clauses = database.read(lambda idl: resource.orphans(View(idl)))
+    if clauses:
+        database.widen(parent.table, clauses)
 
 
 def await_singleton(resource, database):

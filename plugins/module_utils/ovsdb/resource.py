@@ -76,6 +76,7 @@ class Resource:
     fields = ()                   # Field instances, identity included
     owner_column = "external_ids"
     deletes_object = True         # False: ``deleted`` clears values, keeps the row
+    narrow = False                # True: a task that names its objects monitors only their rows
 
     # -- static validation ------------------------------------------------
     def validate(self, item, where, state):
@@ -166,6 +167,33 @@ class Resource:
             if row.uuid in view.members(prow, self.parent.column):
                 return prow
         return None
+
+    # -- what to monitor ----------------------------------------------------
+    def conditions(self, items, state):
+        """``{table: clauses}``, the rows a task on ``items`` reads, for a
+        conditional monitor (:class:`~.connection.Database` ``where``): the
+        named objects, and the parents the items name. ``{}``, every row,
+        where the task must see all (``overridden``; ``deleted`` and
+        ``gathered`` without names) or the resource is not ``narrow``."""
+        if not self.narrow or self.identity != ("name",) or not items or state == "overridden":
+            return {}
+        where = {self.table: [["name", "==", name] for name in sorted(set(i["name"] for _w, i in items))]}
+        if self.parent and self.parent.option:
+            where[self.parent.table] = [["name", "==", name] for name in sorted(set(
+                item[self.parent.option] for _w, item in items if item.get(self.parent.option)))]
+        return where
+
+    def orphans(self, view):
+        """Clauses that find the parents of this table's rows that no row
+        of the parent table in ``view`` holds: under :meth:`conditions`, an
+        object that exists under a parent the task does not name."""
+        if not self.parent or not self.parent.option:
+            return []
+        held = set()
+        for prow in view.rows(self.parent.table):
+            held |= view.members(prow, self.parent.column)
+        return [[self.parent.column, "includes", ["uuid", str(row.uuid)]]
+                for row in view.rows(self.table) if row.uuid not in held]
 
     def to_config(self, cols):
         config = {}

@@ -25,6 +25,7 @@ class LogicalRouter(Resource):
     schema = NB_SCHEMA
     table = "Logical_Router"
     tables = ("Logical_Router",)
+    narrow = True
     fields = (
         Field("name", default=""),
         Field("options", kind="map"),
@@ -67,6 +68,7 @@ class LogicalRouterPort(Resource):
     schema = NB_SCHEMA
     table = "Logical_Router_Port"
     tables = ("Logical_Router", "Logical_Router_Port", "Gateway_Chassis")
+    narrow = True
     parent = Parent("router", "Logical_Router", "ports", "router", ovn_name)
     fields = (
         Field("name", default=""),

@@ -24,6 +24,7 @@ class LogicalSwitch(Resource):
     schema = NB_SCHEMA
     table = "Logical_Switch"
     tables = ("Logical_Switch",)
+    narrow = True
     fields = (
         Field("name", default=""),
         Field("subnet", column="other_config", kind="mapkey", key="subnet"),
@@ -98,6 +99,7 @@ class LogicalSwitchPort(Resource):
     schema = NB_SCHEMA
     table = "Logical_Switch_Port"
     tables = ("Logical_Switch", "Logical_Switch_Port")
+    narrow = True
     parent = Parent("switch", "Logical_Switch", "ports", "switch", ovn_name)
     fields = (
         Field("name", default=""),
