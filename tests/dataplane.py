@@ -77,9 +77,14 @@ class Node:
 
     def wait_hv(self, timeout=60):
         """Block until ovn-controller has applied every NB change so far (an
-        event from the databases, not a sleep)."""
+        event from the databases, not a sleep); then the datapath's cached
+        flows are purged, so that none made from the tables before the
+        change still carries packets (revalidation would remove them in
+        its own time, later on a loaded machine)."""
         self.box.run("ovn-nbctl", "--db=" + self.box.nb_db, "--timeout=%d" % timeout,
                      "--wait=hv", "sync", timeout=timeout + 5)
+        self.run_in_node("ovs-appctl", "-t", os.path.join(self.box.dir, "ovs-vswitchd.ctl"),
+                         "revalidator/purge", env=self.box.env)
 
     def attach(self, name, bridge, mac, cidr, gateway=None, iface_id=None, routes=(), cidr6=None,
                gateway6=None, ifname="eth0", into=None):

@@ -597,6 +597,9 @@ def _status(code, reason, message):
 def _handler(api):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body are two writes: with Nagle's algorithm the body
+        # waits for the client's delayed ACK of the headers, 40 ms a request
+        disable_nagle_algorithm = True
 
         def log_message(self, *args):
             pass
