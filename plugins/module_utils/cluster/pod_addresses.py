@@ -176,7 +176,7 @@ def free_addresses(view, network, switch):
     """How many addresses are free on ``network``; cheap while the switch
     has fewer ports than the pool has addresses."""
     size = pool_size(network)
-    if switch is None or len(switch.ports) < size:
+    if switch is None or view.size(switch, "ports") < size:
         return size
     return size - _held(view, switch)
 

@@ -282,6 +282,23 @@ def pinned(view, pod, requests, found):
         return list(requests)
 
 
+def claims(plan):
+    """What the ports a plan creates hold that no other port may:
+    ``("mac", MAC)`` and ``("ip", IP)`` of each static address (for a
+    :class:`~..ovsdb.batching.Committer`, which lets one plan of a round
+    claim each)."""
+    for op in plan.ops:
+        if op.op != "insert" or op.table != "Logical_Switch_Port":
+            continue
+        for address in op.value.get("addresses") or ():
+            words = address.split()
+            if words and words[0] not in ("dynamic", "router", "unknown"):
+                yield ("mac", words[0])
+                for word in words[1:]:
+                    if word != "dynamic":
+                        yield ("ip", word)
+
+
 def plan_delete(view, uid):
     """Delete exactly the ports whose ``external_ids`` carry ``uid``."""
     return _port_batch(view, [{"name": row.name} for _i, row in sorted(pod_ports(view, uid).items())], "deleted")

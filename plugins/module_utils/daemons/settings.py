@@ -97,11 +97,18 @@ def notify_ready():
     return True
 
 
-def kubernetes_api_client(kubeconfig):
+def kubernetes_api_client(kubeconfig, connections=None):
     """An API client from ``kubeconfig``, or from the in-cluster service
-    account when it is None (as a daemon runs in a pod)."""
+    account when it is None (as a daemon runs in a pod), keeping up to
+    ``connections`` connections open (one per thread that calls the API;
+    the client's default is five per CPU, and a connection it cannot keep
+    is closed, so the next call pays a TLS handshake)."""
     from kubernetes import client, config  # noqa: only the daemons need it
+    configuration = client.Configuration()
     if kubeconfig:
-        return config.new_client_from_config(kubeconfig)
-    config.load_incluster_config()
-    return client.ApiClient()
+        config.load_kube_config(kubeconfig, client_configuration=configuration)
+    else:
+        config.load_incluster_config(client_configuration=configuration)
+    if connections:
+        configuration.connection_pool_maxsize = max(connections, configuration.connection_pool_maxsize or 0)
+    return client.ApiClient(configuration)

@@ -43,7 +43,7 @@ from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
-from ..ovsdb.execution import execute
+from ..ovsdb.batching import Committer
 from ..ovsdb.view import View
 from . import chains, kube, multus, services, settings as daemon
 
@@ -80,6 +80,7 @@ class Config(daemon.Settings):
         "ca_cert": None,
         "default_network": None,       # for pods with only the legacy "ovn" annotation
         "workers": 16,                 # mostly waiting on OVN; more of them batch northd's work
+        "batch_size": 64,              # the most pods' plans one NB transaction carries
         "resync_seconds": 300,
         "watch_seconds": 10,           # how long one watch request lasts
         "address_seconds": 30,         # how often to look again for an address OVN has not assigned
@@ -88,7 +89,7 @@ class Config(daemon.Settings):
     }
 
     def check(self):
-        for key in ("workers", "resync_seconds", "watch_seconds", "address_seconds", "ovsdb_timeout"):
+        for key in ("workers", "batch_size", "resync_seconds", "watch_seconds", "address_seconds", "ovsdb_timeout"):
             if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
                 raise ValidationError("watcher config: %s: %r is not a positive number" % (key, getattr(self, key)))
         ovsdb.parse_remote(self.nb_db, "nb_db")
@@ -120,11 +121,13 @@ class Watcher:
         self.config = config
         self.stopping = threading.Event()
         if api_client is None:
-            api_client = daemon.kubernetes_api_client(config.kubeconfig)
+            # the workers, and the watches, Services' and chains' threads
+            api_client = daemon.kubernetes_api_client(config.kubeconfig, config.workers + 8)
         self.core = k8s_client.CoreV1Api(api_client)
         self.writer = kube.PodWriter(self.core, COMPONENT)
         self.custom = k8s_client.CustomObjectsApi(api_client)
         self.nb = None
+        self.committer = None       # the pods' NB writes, several pods a transaction
         self.addresses = None
         self.multus = None
         self.queue = WorkQueue(base_delay=0.2, max_delay=config.max_backoff_seconds, name="pods")
@@ -157,6 +160,7 @@ class Watcher:
                 self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, tables,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)
+                self.committer = Committer(self.nb, self.config.batch_size, pod_ports.claims, "nb-committer")
                 self.multus = multus.Attachments(self.custom, self.nb, self.addresses)
                 self.nb.add_listener(self._nb_changed)
                 return True
@@ -181,6 +185,7 @@ class Watcher:
             self.chains.stop()
             for worker in workers:
                 worker.join(self.config.ovsdb_timeout * 2)
+            self.committer.close()
             self.nb.close()
             LOG.info("stopped")
 
@@ -359,7 +364,7 @@ class Watcher:
         self.queue.forget(key)
 
     def _execute(self, compute):
-        return execute(self.nb, compute, write=True)
+        return self.committer.execute(compute)
 
     def report(self, pod, reason, message, kind="Warning"):
         """Report a pod's problem once per pod, reason and message: a log

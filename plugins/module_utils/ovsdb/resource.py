@@ -161,7 +161,7 @@ class Resource:
         if self.parent.option and item.get(self.parent.option):
             candidate = view.lookup(self.parent.table, item[self.parent.option])
             if candidate is not None and not isinstance(candidate, (list, NewRow)) and \
-                    row.uuid in view.members(candidate, self.parent.column):
+                    view.holds(candidate, self.parent.column, row.uuid):
                 return candidate
         for prow in view.rows(self.parent.table):
             if row.uuid in view.members(prow, self.parent.column):
