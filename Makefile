@@ -110,6 +110,8 @@ bench: venv
 	$(PY) benchmarks/services.py
 	$(PY) benchmarks/audit.py
 	$(PY) benchmarks/scale.py
+	$(PY) benchmarks/resync.py
+	$(PY) benchmarks/raft.py
 
 # Molecule scenarios under extensions/molecule, against this working tree,
 # each as scenario:release. The roles' scenarios and the RAFT central run on

@@ -5,10 +5,7 @@ it; with two stopped, the last one loses its leadership (an event read
 from its own _Server database) and the audit says the northbound has no
 leader, and that it skipped the classes that needed it."""
 
-import os
 import select
-import signal
-import socket
 import subprocess
 import time
 
@@ -17,53 +14,15 @@ import pytest
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import servers
 
 from playbook import run_playbook
-
-SCHEMA = "/usr/share/ovn/ovn-nb.ovsschema"
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def run(*argv):
-    return subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=60).stdout
+from raft_env import Northbound
 
 
 @pytest.fixture
 def nb_cluster(tmp_path):
     """``(remotes, stop(i))``: the three members' client sockets, and a
     way to stop one; every server is stopped at the end."""
-    ports = [free_port() for _member in range(3)]
-    base = str(tmp_path)
-    db = [os.path.join(base, "m%d.db" % i) for i in range(3)]
-    run("ovsdb-tool", "create-cluster", db[0], SCHEMA, "tcp:127.0.0.1:%d" % ports[0])
-    for i in (1, 2):
-        run("ovsdb-tool", "join-cluster", db[i], "OVN_Northbound", "tcp:127.0.0.1:%d" % ports[i],
-            "tcp:127.0.0.1:%d" % ports[0])
-    pids, socks = [], [os.path.join(base, "m%d.sock" % i) for i in range(3)]
-    try:
-        for i in range(3):
-            pidfile = os.path.join(base, "m%d.pid" % i)
-            run("ovsdb-server", "--detach", "--no-chdir", "--pidfile=" + pidfile,
-                "--log-file=" + os.path.join(base, "m%d.log" % i), "--unixctl=" + os.path.join(base, "m%d.ctl" % i),
-                "--remote=punix:" + socks[i], db[i])
-            with open(pidfile) as handle:
-                pids.append(int(handle.read()))
-        for sock in socks:
-            run("ovsdb-client", "--timeout=30", "wait", "unix:" + sock, "OVN_Northbound", "connected")
-
-        def stop(index):
-            os.kill(pids[index], signal.SIGTERM)
-        yield ["unix:" + sock for sock in socks], stop
-    finally:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+    with Northbound(3, base=str(tmp_path)) as nb:
+        yield nb.remotes, nb.stop
 
 
 def wait_alone(remote, timeout=30):
