@@ -332,8 +332,7 @@ if HAS_OVSDBAPP:
             pass
 
         def run(self):
-            # a condition the server acknowledged wakes waiters too, even
-            # when no row came or went with it (Database.widen)
+            # a condition the server acknowledged wakes waiters (Database.widen), row or none
             acked = self.cond_seqno
             changed = super(_Idl, self).run()
             if self.cond_seqno != acked:
