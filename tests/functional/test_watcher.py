@@ -6,6 +6,10 @@ import os
 import sys
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import AddressIndex
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons import multus
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
 from watcher_env import ovn_network
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
@@ -162,6 +166,21 @@ def test_multus_attachments_of_type_ovn4nfv(k8s):
     ips = sorted(json.loads(k8s.api.pod("default", n)["metadata"]["annotations"][ann.IFACE_LIST])[0]["ip_address"]
                  for n in ("m2", "m3"))
     assert ips == ["172.16.2.41/24", "172.16.2.42/24"], "each takes a free address of the pool"
+    # Served again (its own patch is an event; so is any change), a pod keeps
+    # the pool address its port holds: that one is its own, not taken. The
+    # rule, on the live NB (Debian 12's CI run once caught m2 moving onto m3's).
+    uids = dict((n, k8s.api.pod("default", n)["metadata"]["uid"]) for n in ("m2", "m3"))
+    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, ("Logical_Switch_Port",)) as db:
+        index = AddressIndex().attach(db)
+        attachments = multus.Attachments(None, db, index)
+        pool_ips = ann.ip_pool(pool, "ovnnet.default.ovn", "m")
+        chosen = dict((n, str(db.read(lambda idl, u=uid: attachments._pool_choice(View(idl), pool_ips, u))))
+                      for n, uid in uids.items())
+        nobody = db.read(lambda idl: attachments._pool_choice(View(idl), pool_ips, "another-uid"))
+    held = dict((p["external_ids"]["ovn4nfv-pod-name"], p["addresses"]) for p in k8s.pod_ports()
+                if p["external_ids"]["ovn4nfv-pod-name"] in ("m2", "m3"))
+    assert chosen == {"m2": "172.16.2.41", "m3": "172.16.2.42"} and nobody is None, (chosen, held)
+    assert "172.16.2.41" in str(held["m2"]) and "172.16.2.42" in str(held["m3"]), held
 
 
 def test_macvlan_attachment_with_ovn4nfv_ipam(k8s):

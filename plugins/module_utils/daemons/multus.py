@@ -30,10 +30,14 @@ class Attachments:
         self.nb = nb
         self.addresses = addresses
 
-    def requests(self, found, selections):
+    def requests(self, found, selections, uid=None):
         """Requests for the Multus attachments that are the product's: a
         NetworkAttachmentDefinition of type ovn4nfv, or one whose IPAM is
-        ovn4nfv-ipam. Others belong to other plugins and are left alone."""
+        ovn4nfv-ipam. Others belong to other plugins and are left alone.
+        From an ``ip_pool`` the pod (of ``uid``) keeps the address its port
+        already holds, and else takes the first free one: the pod is served
+        again (its own patch is an event), and the address it holds is not
+        free but its own."""
         requests = []
         for selection in selections:
             where = selection["where"]
@@ -56,14 +60,18 @@ class Attachments:
             pool = annotations.ip_pool(found, provider, where)
             choice = None
             if pool:
-                choice = self.nb.read(lambda idl: next((ip for ip in pool if self.addresses.holder(
-                    View(idl), "ip", ip) is None), None))
+                choice = self.nb.read(lambda idl: self._pool_choice(View(idl), pool, uid))
                 if choice is None:
                     raise ValidationError("%s: every address of %s.kubernetes.io/ip_pool is taken" % (
                         where, provider), reason=pod_ports.EXHAUSTED)
             requests.append(annotations.attachment_request(selection, network, provider, for_other_cni,
                                                            found, str(choice) if choice else None))
         return requests
+
+    def _pool_choice(self, view, pool, uid):
+        holders = [(ip, self.addresses.holder(view, "ip", ip)) for ip in pool]
+        mine = [ip for ip, row in holders if row is not None and uid and row.external_ids.get(pod_ports.K_UID) == uid]
+        return next(iter(mine), None) or next((ip for ip, row in holders if row is None), None)
 
     def nad_config(self, selection):
         """The CNI config of the selected NetworkAttachmentDefinition."""

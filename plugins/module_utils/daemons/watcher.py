@@ -264,7 +264,7 @@ class Watcher:
             selections = annotations.parse_multus(found, meta.namespace)
             if selections:
                 requests = annotations.check_interfaces(
-                    requests + self.multus.requests(found, selections), "pod %s" % key)
+                    requests + self.multus.requests(found, selections, meta.uid), "pod %s" % key)
         except ValidationError as exc:
             self._refuse(key, pod, exc.reason, str(exc))
             return
