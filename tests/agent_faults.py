@@ -20,14 +20,15 @@ import errno
 import json
 import sys
 
-from pyroute2 import NetNS
+from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons import node_agent, ovs_attachment
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons import node_agent
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import netns
 
 
 def inject(faults):
-    """Make the agent's netlink-in-a-namespace class the faulty one."""
+    """Make the agent's netlink class (node.netns's, in every namespace) the faulty one."""
     fired = set()
 
     def fault(method, command, kwargs):
@@ -38,7 +39,7 @@ def inject(faults):
         return None
 
     def faulty(method):
-        direct = getattr(NetNS, method, None)    # a method before pyroute2 0.9, a proxy after
+        direct = getattr(IPRoute, method, None)    # a method, or a proxy of pyroute2 0.9's
 
         def call(self, command, *args, **kwargs):
             found = fault(method, command, kwargs)
@@ -47,11 +48,10 @@ def inject(faults):
                 raise NetlinkError(found[1], "%s (injected for %s %s)" % (found[2], found[0], faults[found[0]]))
             if direct is not None:
                 return direct(self, command, *args, **kwargs)
-            return NetNS.__getattr__(self, method)(command, *args, **kwargs)
+            return IPRoute.__getattr__(self, method)(command, *args, **kwargs)
         return call
 
-    node_agent.NetNS = ovs_attachment.NetNS = type("FaultyNetNS", (NetNS,), {
-        "addr": faulty("addr"), "link": faulty("link")})
+    netns.IPRoute = type("FaultyIPRoute", (IPRoute,), {"addr": faulty("addr"), "link": faulty("link")})
 
 
 if __name__ == "__main__":

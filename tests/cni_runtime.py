@@ -11,12 +11,13 @@ import uuid
 
 def install_plugin(bin_dir, collections, name="ovn4nfv", socket_path=None):
     """Write the ovn4nfv plugin executable into ``bin_dir``, as the cni role
-    installs it, running the entry point from the working tree and naming
-    the node agent's socket (by default ``bin_dir``/agent.sock)."""
+    installs it (``-IS``: no environment, no site-packages), running the
+    entry point from the working tree and naming the node agent's socket
+    (by default ``bin_dir``/agent.sock)."""
     path = os.path.join(bin_dir, name)
     socket_path = socket_path or os.path.join(bin_dir, "agent.sock")
     with open(path, "w") as handle:
-        handle.write("#!%s\nimport sys\nsys.path.insert(0, %r)\n"
+        handle.write("#!%s -IS\nimport sys\nsys.path.insert(0, %r)\n"
                      "from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cni import main\n"
                      "raise SystemExit(main(socket_path=%r))\n" % (sys.executable, collections, socket_path))
     os.chmod(path, 0o755)

@@ -30,13 +30,14 @@ import os
 import socket
 import socketserver
 import threading
+import time
 
 from .. import cni
 from ..cluster import annotations
 from ..cluster.pod_addresses import K_INTERFACE, K_UID, Pod
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..node import taps
-from ..node.netns import tx_offload_off
+from ..node.netns import HAS_NETLINK, netlink, tx_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute, reconcile
 from ..resources.ovs import OVS_TABLES, Port
@@ -45,10 +46,9 @@ from .ovs_attachment import INTERFACE_EXISTS, K_CONTAINER, OvsAttachment, vlan_r
 from .pod_truth import PodTruth
 
 try:
-    from pyroute2 import IPRoute, NetNS
     from kubernetes import client as k8s_client
     from kubernetes import watch as k8s_watch
-    HAS_AGENT_LIBRARIES = True
+    HAS_AGENT_LIBRARIES = HAS_NETLINK
 except ImportError:  # pragma: no cover - the agent needs them; modules do not
     HAS_AGENT_LIBRARIES = False
 
@@ -136,8 +136,7 @@ class NodeAgent(OvsAttachment, PodTruth):
             live = set(pod.metadata.uid for pod in pods.items)
         except Exception as exc:  # noqa: the API may be away; devices are still checked
             LOG.warning("sweep: no pod list (%s); removing only ports whose device is gone", exc)
-        with self._node() as ipr:
-            present = set(link.get_attr("IFLA_IFNAME") for link in ipr.get_links())
+        present = self._node(lambda ipr: set(link.get_attr("IFLA_IFNAME") for link in ipr.get_links()))
         stale = sorted(name for name, uid in ports
                        if name not in present or (live is not None and uid and uid not in live))
         if stale:
@@ -321,37 +320,41 @@ class NodeAgent(OvsAttachment, PodTruth):
 
     # -- ADD ---------------------------------------------------------------
     def add(self, request):
+        marks = [("", time.monotonic())]      # where an ADD's time goes, in its log line
         namespace, name = self._pod(request)
         uid, entries = self._entries(namespace, name)
+        marks.append(("api", time.monotonic()))
         config = request["config"]
         entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
         self._confirm(namespace, name, uid, entries)
+        marks.append(("sb", time.monotonic()))
         netns = request["pod_netns"]
-        with NetNS(netns) as pod_ns:
-            for entry in entries:
-                if pod_ns.link_lookup(ifname=entry["interface"]):
-                    raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (
-                        entry["interface"], request["netns"]))
+        taken = netlink(netns, lambda pod_ns: [e["interface"] for e in entries if pod_ns.link_lookup(
+            ifname=e["interface"])])
+        if taken:
+            raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (taken[0], request["netns"]))
         netdev = self._netdev()
         hosts = [(cni.host_ifname(uid, entry["interface"]), entry) for entry in entries]
         made = []       # the veths this ADD made: only those are undone
         try:
-            for host, entry in hosts:
-                self._veth(netns, host, entry, config.get("mtu"), netdev, request["container_id"], made)
+            self._veths(netns, hosts, config.get("mtu"), netdev, request["container_id"], made)
+            marks.append(("netlink", time.monotonic()))
             self._attach(hosts, namespace, name, uid, request["container_id"])
+            marks.append(("ovs", time.monotonic()))
             self._wait_installed(made)
+            marks.append(("installed", time.monotonic()))
         except Exception:
             self._remove(made, request["container_id"])
             raise
-        with self._node() as ipr:
-            macs = [(host, ipr.get_links(ipr.link_lookup(ifname=host)[0])[0].get_attr("IFLA_ADDRESS"))
-                    for host in made]
-        LOG.info("ADD %s/%s: %s", namespace, name, ", ".join(e["interface"] for e in entries))
+        macs = self._node(lambda ipr: [
+            (host, ipr.get_links(ipr.link_lookup(ifname=host)[0])[0].get_attr("IFLA_ADDRESS")) for host in made])
+        LOG.info("ADD %s/%s: %s (%s)", namespace, name, ", ".join(e["interface"] for e in entries), " ".join(
+            "%s=%.1fms" % (step, (at - marks[index][1]) * 1000) for index, (step, at) in enumerate(marks[1:])))
         return cni.result(request["version"], entries, request["netns"], macs)
 
-    def _node(self):
-        """Netlink in the node's network namespace."""
-        return NetNS(self.config.node_netns) if self.config.node_netns else IPRoute()
+    def _node(self, function):
+        """``function(ipr)`` with netlink in the node's network namespace."""
+        return netlink(self.config.node_netns or None, function)
 
     def _netdev(self):
         def datapath(idl):
@@ -365,32 +368,39 @@ class NodeAgent(OvsAttachment, PodTruth):
                                self.config.bridge)
         return kind == "netdev"
 
-    def _veth(self, netns, host, entry, mtu, netdev, container, made):
-        ip, _sep, prefix = entry["ip_address"].partition("/")
-        with self._node() as ipr:
-            # one netlink request makes both ends or neither; a name taken
-            # by an interface that is not ours fails it, and is left alone
-            ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
-            made.append(host)
-            index = ipr.link_lookup(ifname=host)[0]
-            # the container's mark on the node side, for a DEL that comes
-            # before the OVS port was made (or after it was lost)
-            ipr.link("set", index=index, ifalias=veth_alias(container, entry["interface"]))
-            ipr.link("set", index=index, state="up", **({"mtu": mtu} if mtu else {}))
-        with NetNS(netns) as pod_ns:
-            index = pod_ns.link_lookup(ifname=entry["interface"])[0]
-            settings = {"address": entry["mac_address"], "state": "up"}
-            if mtu:
-                settings["mtu"] = mtu
-            pod_ns.link("set", index=index, **settings)
-            pod_ns.addr("add", index=index, address=ip, prefixlen=int(prefix))
-            gateway = entry.get("gateway_ip")
-            for route in entry.get("routes") or []:
-                pod_ns.route("add", dst=route["dst"], gateway=route.get("gw") or gateway, oif=index)
-            if entry.get("default_gateway") and gateway:
-                pod_ns.route("add", dst="0.0.0.0/0", gateway=gateway, oif=index)
-        if netdev:
-            tx_offload_off(netns, entry["interface"])
+    def _veths(self, netns, hosts, mtu, netdev, container, made):
+        """A veth for each ``(host, entry)``: made from the node's side (one
+        netlink handle there), then set up from the pod's (one there)."""
+        def node_side(ipr):
+            for host, entry in hosts:
+                # one netlink request makes both ends or neither; a name taken
+                # by an interface that is not ours fails it, and is left alone
+                ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
+                made.append(host)
+                index = ipr.link_lookup(ifname=host)[0]
+                # the container's mark on the node side, for a DEL that comes
+                # before the OVS port was made (or after it was lost)
+                ipr.link("set", index=index, ifalias=veth_alias(container, entry["interface"]))
+                ipr.link("set", index=index, state="up", **({"mtu": mtu} if mtu else {}))
+
+        def pod_side(pod_ns):
+            for _host, entry in hosts:
+                ip, _sep, prefix = entry["ip_address"].partition("/")
+                index = pod_ns.link_lookup(ifname=entry["interface"])[0]
+                settings = {"address": entry["mac_address"], "state": "up"}
+                if mtu:
+                    settings["mtu"] = mtu
+                pod_ns.link("set", index=index, **settings)
+                pod_ns.addr("add", index=index, address=ip, prefixlen=int(prefix))
+                gateway = entry.get("gateway_ip")
+                for route in entry.get("routes") or []:
+                    pod_ns.route("add", dst=route["dst"], gateway=route.get("gw") or gateway, oif=index)
+                if entry.get("default_gateway") and gateway:
+                    pod_ns.route("add", dst="0.0.0.0/0", gateway=gateway, oif=index)
+                if netdev:
+                    tx_off(entry["interface"])      # this thread is in the pod's namespace
+        self._node(node_side)
+        netlink(netns, pod_side)
 
     def _attach(self, hosts, namespace, name, uid, container_id):
         pod = Pod(namespace, name, uid)
@@ -435,9 +445,8 @@ class NodeAgent(OvsAttachment, PodTruth):
             if iface.external_ids.get(K_CONTAINER) == container
             and (only is None or iface.external_ids.get(K_INTERFACE) == only)))
         prefix = veth_alias(container, only or "")
-        with self._node() as ipr:
-            hosts |= set(link.get_attr("IFLA_IFNAME") for link in ipr.get_links()
-                         if (link.get_attr("IFLA_IFALIAS") or "").startswith(prefix))
+        hosts |= self._node(lambda ipr: set(link.get_attr("IFLA_IFNAME") for link in ipr.get_links()
+                                            if (link.get_attr("IFLA_IFALIAS") or "").startswith(prefix)))
         hosts = sorted(hosts)
         self._remove(hosts, container)
         LOG.info("DEL %s: %s", container, ", ".join(hosts) or "nothing left")
@@ -456,10 +465,11 @@ class NodeAgent(OvsAttachment, PodTruth):
         if ours:
             reconcile(Port(), [{"name": host} for host in ours], "deleted", self.ovs)
             self.follow_taps()
-        with self._node() as ipr:
+        def gone(ipr):
             for host in hosts:
                 for index in ipr.link_lookup(ifname=host):
                     ipr.link("del", index=index)
+        self._node(gone)
 
 
 def main(argv=None):

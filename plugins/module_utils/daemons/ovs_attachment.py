@@ -15,17 +15,12 @@ import os
 import subprocess
 
 from .. import cni
-from ..node.netns import tx_offload_off
+from ..node.netns import netlink, tx_off
 from ..ovsdb.execution import reconcile
 from ..cluster.pod_addresses import K_CONTAINER
 from ..resources.ovs import Port
 
 LOG = logging.getLogger("ovn4nfv.node_agent")
-
-try:
-    from pyroute2 import NetNS
-except ImportError:  # pragma: no cover - the agent needs it; modules do not
-    NetNS = None
 
 INTERFACE_EXISTS = 100        # plugin-specific CNI error: ADD onto an existing interface
 
@@ -99,21 +94,21 @@ class OvsAttachment:
         if not self.ovs.read(lambda idl: any(b.name == bridge for b in idl.tables["Bridge"].rows.values())):
             raise cni.CNIError(cni.INVALID_CONFIG, "bridge: OVS bridge %s does not exist on this node" % bridge)
         pod_netns = request["pod_netns"]
-        with NetNS(pod_netns) as pod_ns:
-            if pod_ns.link_lookup(ifname=request["ifname"]):
-                raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (
-                    request["ifname"], request["netns"]))
+        if netlink(pod_netns, lambda pod_ns: pod_ns.link_lookup(ifname=request["ifname"])):
+            raise cni.CNIError(INTERFACE_EXISTS, "interface %s already exists in %s" % (
+                request["ifname"], request["netns"]))
         addresses = self._delegate_ipam(request) if config.get("ipam") else {"ips": [], "routes": []}
         netdev = self.ovs.read(lambda idl: any(b.name == bridge and b.datapath_type == "netdev"
                                                for b in idl.tables["Bridge"].rows.values()))
         made = []       # the veth, once this request made it: only that is undone
         try:
-            with self._node() as ipr:
+            def node_side(ipr):
                 ipr.link("add", ifname=host, kind="veth",
                          peer={"ifname": request["ifname"], "net_ns_fd": pod_netns})
                 made.append(host)
                 ipr.link("set", index=ipr.link_lookup(ifname=host)[0], state="up")
-            with NetNS(pod_netns) as pod_ns:
+
+            def pod_side(pod_ns):
                 index = pod_ns.link_lookup(ifname=request["ifname"])[0]
                 pod_ns.link("set", index=index, state="up", **({"mtu": config["mtu"]} if config.get("mtu") else {}))
                 for address in addresses.get("ips") or []:
@@ -121,9 +116,11 @@ class OvsAttachment:
                     pod_ns.addr("add", index=index, address=ip, prefixlen=int(prefix))
                 for route in addresses.get("routes") or []:
                     pod_ns.route("add", dst=route["dst"], gateway=route.get("gw"), oif=index)
-                mac = pod_ns.get_links(index)[0].get_attr("IFLA_ADDRESS")
-            if netdev:
-                tx_offload_off(pod_netns, request["ifname"])
+                if netdev:
+                    tx_off(request["ifname"])       # this thread is in the pod's namespace
+                return pod_ns.get_links(index)[0].get_attr("IFLA_ADDRESS")
+            self._node(node_side)
+            mac = netlink(pod_netns, pod_side)
             port = {"name": host, "bridge": bridge, "external_ids": {K_CONTAINER: request["container_id"]}}
             if vlan is not None:
                 port["tag"] = vlan

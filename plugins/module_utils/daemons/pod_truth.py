@@ -13,13 +13,9 @@ from .. import cni
 from ..cluster import annotations
 from ..cluster.pod_addresses import Pod, binding_verdict
 from ..common.errors import DatabaseUnreachable
+from ..node.netns import netlink
 from ..ovsdb import connection as ovsdb
 from .ovs_attachment import K_CONTAINER
-
-try:
-    from pyroute2 import NetNS
-except ImportError:  # pragma: no cover - the agent needs it; modules do not
-    NetNS = None
 
 CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
 NOT_IN_OVN = 104              # plugin-specific CNI error: the interface list is not what OVN holds
@@ -98,9 +94,10 @@ class PodTruth:
             index = item.get("interface") if isinstance(item, dict) else None
             if isinstance(index, int) and 0 <= index < len(interfaces) and interfaces[index].get("sandbox"):
                 wanted.append((interfaces[index].get("name"), interfaces[index].get("mac"), item.get("address")))
-        with NetNS(request["pod_netns"]) as pod_ns:
+        def check(pod_ns):
             for interface, mac, address in wanted:
                 self._check_interface(pod_ns, interface, mac, address)
+        netlink(request["pod_netns"], check)
 
     @staticmethod
     def _check_interface(pod_ns, interface, mac, address):
