@@ -14,6 +14,11 @@ COLLECTION_TREE := $(or $(TMPDIR),/tmp)/ovn4nfv.k8s-collections
 # operator deploys today), bookworm (12), or mixed (a cluster half-way
 # through the upgrade from 12 to 13, in the order OVN's upgrade guide gives).
 DEBIAN ?= trixie
+# The lab's inventory: its machines, networks and addresses (lab/layout.py
+# reads it). Empty: the one the running lab was made from, else
+# playbooks/inventory/example.yml; e.g. playbooks/inventory/three-workers.yml.
+INVENTORY ?=
+LAB_PY = $(PY) lab/lab.py --debian $(DEBIAN) $(if $(INVENTORY),--inventory $(INVENTORY))
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
 .PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-chaos lab-down clean
@@ -131,20 +136,21 @@ molecule: venv
 	  test $${PIPESTATUS[0]} -eq 0 || { $(BASE_PYTHON) .ci/failure_summary.py $(COLLECTION_TREE)/molecule/$$s.log; exit 1; }; \
 	done
 
-# The local multi-node lab: podman containers as a master, two workers and
-# an external host, stood up by playbooks/site.yml and networks.yml.
+# The local multi-node lab: podman containers as the inventory's machines
+# (the example's: a master, two workers and an external host), stood up by
+# playbooks/site.yml and networks.yml.
 lab: venv
-	$(PY) lab/lab.py --debian $(DEBIAN) run
+	$(LAB_PY) run
 
 # Restart one lab node's container (NODE=master, worker1, ...): no Ansible
 # runs; its pods are made again as kubelet would, verify.yml must pass.
 lab-reboot: venv
-	$(PY) lab/lab.py --debian $(DEBIAN) reboot $(NODE)
+	$(LAB_PY) reboot $(NODE)
 
 # Break the running lab on purpose, one fault of each kind, then audit,
 # repair, audit again and verify (lab.py chaos says which and why).
 lab-chaos: venv
-	$(PY) lab/lab.py --debian $(DEBIAN) chaos
+	$(LAB_PY) chaos
 
 lab-down:
 	$(BASE_PYTHON) lab/lab.py down

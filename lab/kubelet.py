@@ -21,8 +21,8 @@
     kubelet.py service SERVICE_JSON        create a Service (as kubectl
                                            would); one that exists is kept
 
-The API is the lab's stand-in on the master, over HTTPS with the lab's CA,
-as the lab's admin (lab.py puts the CA and the admin's token in
+The API is the lab's stand-in, over HTTPS with the lab's CA, as the lab's
+admin (lab.py puts its address, the CA and the admin's token in
 ``/etc/ovn4nfv-lab`` on each node). The CNI plugin and its configuration
 are the ones the cni role installed.
 """
@@ -36,7 +36,6 @@ import sys
 import urllib.request
 import uuid
 
-API = os.environ.get("LAB_API", "https://192.168.33.10:6443")
 CREDENTIALS = "/etc/ovn4nfv-lab"
 NAMESPACE = "default"
 CNI_CONF = "/etc/cni/net.d/10-ovn4nfv.conf"
@@ -44,11 +43,19 @@ CNI_BIN = "/opt/cni/bin"
 STATE = "/run/ovn4nfv-lab"
 
 
+def api_url():
+    """The lab's API: $LAB_API, else what lab.py wrote in /etc/ovn4nfv-lab/api."""
+    if os.environ.get("LAB_API"):
+        return os.environ["LAB_API"]
+    with open(os.path.join(CREDENTIALS, "api")) as handle:
+        return handle.read().strip()
+
+
 def api(method, path, body=None, content_type="application/json"):
     data = json.dumps(body).encode() if body is not None else None
     with open(os.path.join(CREDENTIALS, "admin.token")) as handle:
         token = handle.read().strip()
-    request = urllib.request.Request(API + path, data=data, method=method,
+    request = urllib.request.Request(api_url() + path, data=data, method=method,
                                      headers={"Content-Type": content_type, "Authorization": "Bearer " + token})
     context = ssl.create_default_context(cafile=os.path.join(CREDENTIALS, "ca.crt"))
     with urllib.request.urlopen(request, timeout=10, context=context) as response:

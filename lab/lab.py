@@ -1,8 +1,10 @@
-"""The podman lab: a master, two workers and an external host as containers.
+"""The podman lab: the machines of an inventory as containers.
 
 ``make lab`` runs ``lab.py run``: install what the machine lacks, build the
-node image from Debian's packages, start the containers on an underlay and an
-external podman network, stand the cluster up with the collection's own
+node image from Debian's packages, start the containers that the inventory
+describes (playbooks/inventory/example.yml, a master, two workers and an
+external host, unless ``INVENTORY=path`` names another; layout.py says how
+it is read) on an underlay and an external podman network, stand the cluster up with the collection's own
 playbooks, create pods the way kubelet would, run ``verify.yml``, and print
 what it found. ``make lab-down`` runs ``lab.py down``.
 
@@ -81,20 +83,9 @@ class LabSet:
         return self.nodes[name][1][0][1]
 
 
-UNDERLAY = ("ovn4nfv-underlay", "192.168.33.0/24")
-EXTERNAL = ("ovn4nfv-external", "192.168.50.0/24")
 SETS = {
-    # The seed topology (playbooks/inventory/example.yml): make lab, and the
-    # molecule topology scenario. The API stand-in has a container of its
-    # own, as an API server's state outlives a master's reboot.
-    "lab": LabSet("lab", [UNDERLAY, EXTERNAL], {
-        "ovn4nfv-api": ("api", [(UNDERLAY[0], "192.168.33.10")]),
-        "ovn4nfv-master": ("master", [(UNDERLAY[0], "192.168.33.11")]),
-        "ovn4nfv-worker1": ("worker1", [(UNDERLAY[0], "192.168.33.12"), (EXTERNAL[0], "192.168.50.12")]),
-        "ovn4nfv-worker2": ("worker2", [(UNDERLAY[0], "192.168.33.13"), (EXTERNAL[0], "192.168.50.13")]),
-        "ovn4nfv-external": ("external", [(EXTERNAL[0], "192.168.50.100")]),
-    }, api="ovn4nfv-api", tx_off=["ovn4nfv-external"], upgraded=["ovn4nfv-worker1"],
-        kube=["ovn4nfv-master", "ovn4nfv-worker1", "ovn4nfv-worker2"]),
+    # The lab itself is read from an inventory (layout.py; lab_set()); the
+    # molecule scenarios other than topology have fixed sets of their own.
     # A three-member RAFT central, a master (the watcher, and a chassis) and a
     # worker (a chassis): the molecule central_cluster scenario.
     "cluster": LabSet("cluster", [("ovn4nfv-cluster", "192.168.34.0/24")], {
@@ -111,7 +102,38 @@ SETS = {
                                   ("ovn4nfv-node-external", "192.168.36.11")]),
     }, api="ovn4nfv-node", kube=["ovn4nfv-node"]),
 }
-LAB = SETS["lab"]
+# The inventory of the lab that was stood up last: chaos, reboot and the
+# other steps act on that lab unless told another (--inventory).
+CURRENT = os.path.join(STATE, "inventory")
+_LAYOUT = []
+
+
+def lab_layout():
+    """The lab's :class:`layout.Layout`: that of ``--inventory`` (the
+    environment's OVN4NFV_LAB_INVENTORY), else of the lab stood up last,
+    else of the example inventory."""
+    if not _LAYOUT:
+        import layout as layout_module
+        chosen = os.environ.get("OVN4NFV_LAB_INVENTORY")
+        if not chosen and os.path.exists(CURRENT):
+            with open(CURRENT) as handle:
+                chosen = handle.read().strip()
+        try:
+            _LAYOUT.append(layout_module.Layout(chosen or None))
+        except layout_module.LayoutError as error:
+            raise SystemExit("lab: %s" % error)
+    return _LAYOUT[0]
+
+
+def lab_set(name="lab"):
+    """The set ``name``: the lab's from its inventory, or a fixed one."""
+    if name != "lab":
+        return SETS[name]
+    import layout as layout_module
+    lay = lab_layout()
+    return LabSet("lab", lay.networks, lay.nodes, api=layout_module.API_CONTAINER,
+                  tx_off=[lay.container(host) for host in lay.externals],
+                  upgraded=[lay.container(host) for host in lay.workers[:1]], kube=lay.kube)
 CONTAINERS_CONF = """\
 # Written by ovn4nfv.k8s's lab: runc (crun refuses this machine's hybrid
 # cgroups) and ulimits below the hard limit (raising them is refused).
@@ -231,7 +253,13 @@ def core_tests(release, paths=("tests/unit", "tests/functional")):
 # -- networks and containers -------------------------------------------------
 def ensure_network(network, label):
     name, subnet = network
-    if podman("network", "exists", name, check=False).returncode:
+    if podman("network", "exists", name, check=False).returncode == 0:
+        have = podman("network", "inspect", "--format", "{{range .Subnets}}{{.Subnet}} {{end}}", name,
+                      capture=True).stdout.split()
+        if subnet not in have:
+            raise SystemExit("lab: the network %s has %s, not %s: make lab-down first" % (
+                name, " ".join(have), subnet))
+    else:
         # internal: no route off this machine; the lab talks only to itself.
         podman("network", "create", "--internal", "--disable-dns", "--label", label,
                "--subnet", subnet, name, capture=True)
@@ -274,7 +302,14 @@ def wait_booted(name, timeout=120):
         time.sleep(0.2)     # no bus yet
 
 
-def up(lab=LAB, debian=None):
+def up(lab=None, debian=None):
+    lab = lab or lab_set()
+    if lab.name == "lab" and os.path.exists(CURRENT):
+        with open(CURRENT) as handle:
+            running = handle.read().strip()
+        if running != lab_layout().inventory:
+            raise SystemExit("lab: the running lab is %s's, not %s's: make lab-down first" % (
+                running, lab_layout().inventory))
     releases = lab.releases(debian or debian_default())
     build_images(releases.values())
     for network in lab.networks:
@@ -288,63 +323,76 @@ def up(lab=LAB, debian=None):
     # such packets. A physical NIC fills them in; here the host must.
     for name in lab.tx_off:
         podman("exec", name, "ethtool", "-K", "eth0", "tx", "off", capture=True)
+    if lab.name == "lab":
+        os.makedirs(STATE, exist_ok=True)
+        with open(CURRENT, "w") as handle:
+            handle.write(lab_layout().inventory + "\n")
 
 
-def down(lab=LAB):
+def down(name="lab"):
+    """Remove the set's containers and networks, found by their label (and,
+    for a fixed set, by name), and forget its API credentials."""
     if shutil.which("podman") is None:
-        log("down (%s): podman is not installed, so nothing of the lab runs" % lab.name)
+        log("down (%s): podman is not installed, so nothing of the lab runs" % name)
         return
-    out = set(podman("ps", "-a", "--filter", "label=" + lab.label, "--format", "{{.Names}}",
+    label = "%s=%s" % (LABEL, name)
+    fixed = SETS.get(name)
+    out = set(podman("ps", "-a", "--filter", "label=" + label, "--format", "{{.Names}}",
                      capture=True, check=False).stdout.split())
-    out |= set(name for name in lab.nodes
-               if podman("container", "exists", name, check=False).returncode == 0)
+    out |= set(node for node in (fixed.nodes if fixed else ())
+               if podman("container", "exists", node, check=False).returncode == 0)
     out = sorted(out)
     if out:
         podman("rm", "-f", "-t", "0", *out, capture=True, check=False)
-    for net, _subnet in lab.networks:
-        if podman("network", "exists", net, check=False).returncode == 0:
-            podman("network", "rm", "-f", net, capture=True, check=False)
-    shutil.rmtree(os.path.join(STATE, "api-" + lab.name), ignore_errors=True)
-    log("down (%s): %d containers removed" % (lab.name, len(out)))
+    nets = set(podman("network", "ls", "--filter", "label=" + label, "--format", "{{.Name}}",
+                      capture=True, check=False).stdout.split())
+    nets |= set(net for net, _subnet in (fixed.networks if fixed else ())
+                if podman("network", "exists", net, check=False).returncode == 0)
+    for net in sorted(nets):
+        podman("network", "rm", "-f", net, capture=True, check=False)
+    shutil.rmtree(os.path.join(STATE, "api-" + name), ignore_errors=True)
+    if name == "lab" and os.path.exists(CURRENT):
+        os.remove(CURRENT)
+    log("down (%s): %d containers removed" % (name, len(out)))
 
 
 # -- the cluster ------------------------------------------------------------
-BOTH = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"},
-                   {"name": "ovn-net2", "interface": "net1"}])
-NET1 = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"}])
-NET2 = json.dumps([{"name": "ovn-net2", "interface": "eth0", "defaultGateway": "true"}])
-WEB = {"app": "web"}
-# (node, pod, its networks, its labels): pods on both networks; the web
-# Service's backends (on ovn-net1 only: a backend that also sat on the
-# client's network would answer it straight, around the balancer); and a
-# client on ovn-net2 only, for the Service's VIP.
-FWD = {"app": "fwd"}
-# ... the chain's ends on worker1 and its forwarding function on worker2,
-# the worker that holds neither end; the tap's collector beside pod-w1a.
-PODS = [("worker1", "pod-w1a", BOTH, {}), ("worker1", "pod-w1b", BOTH, {}),
-        ("worker2", "pod-w2a", BOTH, {}), ("worker2", "pod-w2b", BOTH, {}),
-        ("worker1", "web-w1", NET1, WEB), ("worker2", "web-w2", NET1, WEB),
-        ("worker1", "cli-w1", NET2, {}),
-        ("worker1", "chain-src", NET1, {"app": "chain-src"}), ("worker1", "chain-dst", NET2, {}),
-        ("worker2", "fwd-w2", BOTH, FWD), ("worker1", "col-w1", NET1, {})]
 SYSCTLS = {"fwd-w2": {"net.ipv4.ip_forward": "1"}}
 WORKLOADS = os.path.join(HERE, "workloads.yml")
 VERIFY_PORT = 7777          # verify.yml's probes answer here
-# The seeds' ExternalIP case: my-service on 192.168.50.120:80.
-SERVICE = {
-    "metadata": {"name": "web", "annotations": {"k8s.plugin.opnfv.org/service-network": "ovn-net1",
-                                                "k8s.plugin.opnfv.org/service-vip": "10.96.100.10"}},
-    "spec": {"selector": WEB, "externalIPs": ["192.168.50.120"],
-             "ports": [{"name": "http", "port": 80, "targetPort": VERIFY_PORT}]}}
+SERVICE_VIP = "10.96.100.10"
+
+
+def pods():
+    """``[(node, pod, its networks, its labels)]`` (layout.SEED_PODS says
+    which and why)."""
+    return lab_layout().pods()
+
+
+def node_of(pod):
+    return [node for node, name, _n, _l in pods() if name == pod][0]
+
+
+def with_labels(labels):
+    return [(node, pod) for node, pod, _n, have in pods() if have == labels]
+
+
+def service():
+    """The seeds' ExternalIP case: my-service on the external network's
+    120th address (192.168.50.120 in the example), port 80, the pods
+    labelled app=web behind it."""
+    return {"metadata": {"name": "web", "annotations": {"k8s.plugin.opnfv.org/service-network": "ovn-net1",
+                                                        "k8s.plugin.opnfv.org/service-vip": SERVICE_VIP}},
+            "spec": {"selector": {"app": "web"}, "externalIPs": [lab_layout().external_address(120)],
+                     "ports": [{"name": "http", "port": 80, "targetPort": VERIFY_PORT}]}}
 
 
 def verify_services(deleted=()):
     """verify.yml's ``verify_services``: what to reach of the lab's
     Service, from where, and which backends must answer."""
-    meta, spec = SERVICE["metadata"], SERVICE["spec"]
-    backends = [pod for _node, pod, _n, labels in PODS if labels == WEB]
-    return [{"name": meta["name"], "vip": meta["annotations"]["k8s.plugin.opnfv.org/service-vip"],
-             "external_ips": spec["externalIPs"], "port": spec["ports"][0]["port"],
+    spec = service()["spec"]
+    backends = [pod for _node, pod in with_labels(spec["selector"])]
+    return [{"name": "web", "vip": SERVICE_VIP, "external_ips": spec["externalIPs"], "port": spec["ports"][0]["port"],
              "backends": [b for b in backends if b not in deleted], "deleted": list(deleted),
              "clients": ["cli-w1"]}]
 
@@ -352,30 +400,37 @@ def verify_services(deleted=()):
 def verify_chains(closed=False):
     """verify.yml's ``verify_chains``: lab-chain's ends and function, and
     whether the function is deleted (the chain must then be closed)."""
-    function = [(node, pod) for node, pod, _n, labels in PODS if labels == FWD][0]
-    return [{"name": "lab-chain", "source": {"node": "worker1", "pod": "chain-src"},
+    function = with_labels({"app": "fwd"})[0]
+    return [{"name": "lab-chain", "source": {"node": node_of("chain-src"), "pod": "chain-src"},
              "destination": {"pod": "chain-dst", "network": "ovn-net2"},
              "function": {"node": function[0], "pod": function[1], "interfaces": ["eth0", "net1"]},
              "closed": closed}]
 
 
 def verify_taps():
-    return [{"name": "lab-tap", "node": "worker1", "source": "pod-w1a", "collector": "col-w1",
+    return [{"name": "lab-tap", "node": node_of("pod-w1a"), "source": "pod-w1a", "collector": "col-w1",
              "collector_interface": "eth0", "target": {"pod": "pod-w1b", "network": "ovn-net1"}}]
 
 
 def verify_vars(deleted=()):
-    closed = any(labels == FWD for _node, pod, _n, labels in PODS if pod in deleted)
+    closed = any(pod in deleted for _node, pod in with_labels({"app": "fwd"}))
     return "-e", json.dumps({"verify_services": verify_services([d for d in deleted if d.startswith("web")]),
                              "verify_chains": verify_chains(closed), "verify_taps": verify_taps()})
 
 
-INVENTORIES = [os.path.join(ROOT, "playbooks", "inventory", "example.yml"),
-               os.path.join(HERE, "inventory.lab.yml")]
+def inventories():
+    """The lab's inventory and, beside it, how Ansible reaches the lab's
+    containers and API (made from the lab's layout)."""
+    lay = lab_layout()
+    path = os.path.join(STATE, "inventory.lab.yml")
+    os.makedirs(STATE, exist_ok=True)
+    with open(path, "w") as handle:
+        json.dump(lay.connection_inventory(os.path.join(STATE, "api-lab")), handle, indent=2)
+    return [lay.inventory, path]
 
 
 def container(node):
-    return [name for name, spec in LAB.nodes.items() if spec[0] == node][0]
+    return lab_layout().container(node)
 
 
 def collections_path():
@@ -397,7 +452,7 @@ def playbook(name, *extra, check=True):
                ANSIBLE_PIPELINING="True", ANSIBLE_STDOUT_CALLBACK="default",
                PATH=bindir + ":" + os.environ.get("PATH", ""))
     argv = [os.path.join(bindir, "ansible-playbook")]
-    for inventory in INVENTORIES:
+    for inventory in inventories():
         argv += ["-i", inventory]
     argv += [name if os.path.isabs(name) else os.path.join(ROOT, "playbooks", name)] + list(extra)
     started = time.monotonic()
@@ -423,7 +478,7 @@ def exec_in(name, *argv, check=True):
     return podman("exec", name, *argv, capture=True, check=check)
 
 
-def api_credentials(lab=LAB):
+def api_credentials(lab):
     """The set's API credentials, made once per set (``down`` forgets them):
     a CA and the stand-in's certificate, a token file as kube-apiserver
     takes it (the admin, and the watcher's and the node agent's service
@@ -454,17 +509,19 @@ def api_credentials(lab=LAB):
     return directory
 
 
-def start_api(lab=LAB):
+def start_api(lab=None):
     """The Kubernetes API stand-in, as a process on the set's master, over
     HTTPS and with RBAC: the product's manifests applied, the tokens of
     :func:`api_credentials`. Every container of the set gets the CA and
     the admin's token in /etc/ovn4nfv-lab, for the lab's kubelet."""
+    lab = lab or lab_set()
     master, address = lab.api, lab.address(lab.api)
     directory = api_credentials(lab)
     for name in lab.nodes:
         exec_in(name, "mkdir", "-p", "-m", "0700", "/etc/ovn4nfv-lab")
         for item in ("ca.crt", "admin.token"):
             podman("cp", os.path.join(directory, item), "%s:/etc/ovn4nfv-lab/%s" % (name, item))
+        exec_in(name, "sh", "-c", "echo https://%s:%d > /etc/ovn4nfv-lab/api" % (address, API_PORT))
     if exec_in(master, "test", "-e", "/run/ovn4nfv-lab-api.pid", check=False).returncode == 0:
         register_nodes(lab)
         return
@@ -483,7 +540,7 @@ def start_api(lab=LAB):
     register_nodes(lab)
 
 
-def register_nodes(lab=LAB):
+def register_nodes(lab):
     """Each of the set's Kubernetes nodes registers its Node, as its kubelet
     would on start (one registered already is kept)."""
     for name in lab.kube:
@@ -515,11 +572,11 @@ def run_pods(nodes=None):
     """Pods on each worker (or on ``nodes``), the way kubelet would make
     them; a pod the API has already is given its interfaces again."""
     made = []
-    for node, pod, networks, labels in PODS:
+    for node, pod, networks, labels in pods():
         if nodes is not None and node not in nodes:
             continue
         made.append(kubelet(node, "run", pod, networks, json.dumps(labels), json.dumps(SYSCTLS.get(pod, {}))))
-    kubelet("worker1", "service", json.dumps(SERVICE))
+    kubelet(lab_layout().workers[0], "service", json.dumps(service()))
     return made
 
 
@@ -542,8 +599,9 @@ UNDERLAY_COMMANDS = [["ip", "-br", "addr"], ["ip", "route"], ["ip", "neigh"],
 def underlay_state():
     """What each node's underlay looks like, for a failure report."""
     out = []
-    for name, (hostname, _networks) in LAB.nodes.items():
-        if name in LAB.tx_off or name == LAB.api:      # no underlay of theirs
+    lab = lab_set()
+    for name, (hostname, _networks) in lab.nodes.items():
+        if name in lab.tx_off or name == lab.api:      # no underlay of theirs
             continue
         for argv in UNDERLAY_COMMANDS:
             result = exec_in(name, *argv, check=False)
@@ -552,7 +610,7 @@ def underlay_state():
 
 
 def topology_text():
-    master = container("master")
+    master = container(lab_layout().central[0])
     nb = exec_in(master, "ovn-nbctl", "--no-leader-only", "show", check=False).stdout
     sb = exec_in(master, "ovn-sbctl", "--no-leader-only", "show", check=False).stdout
     return nb + sb
@@ -596,7 +654,7 @@ def deletion_check():
     fwd-w2 as kubelet and kubectl would, run verify.yml with them named as
     deleted, make them again and run verify.yml once more. Returns the
     service and chain rows of those two runs that say so."""
-    gone = [(node, pod) for node, pod, _n, labels in PODS if labels == FWD or pod == "web-w2"]
+    gone = with_labels({"app": "fwd"}) + [(node_of("web-w2"), "web-w2")]
     for node, pod in gone:
         kubelet(node, "delete", pod)
     try:
@@ -620,7 +678,8 @@ def run_all():
         return value
 
     phase("install", install_host_packages)
-    releases = LAB.releases(debian_default())
+    lab = lab_set()
+    releases = lab.releases(debian_default())
     phase("image", build_images, releases.values())
     phase("containers", up)
     phase("api", start_api)
@@ -647,10 +706,10 @@ def run_all():
     deploy = sum(phases[k] for k in ("install", "image", "containers", "api", "site", "networks", "pods",
                                      "workloads"))
     # what each node runs as PID 1, read from the node
-    init = sorted(set(exec_in(name, "ps", "-p", "1", "-o", "comm=").stdout.strip() for name in LAB.nodes))
+    init = sorted(set(exec_in(name, "ps", "-p", "1", "-o", "comm=").stdout.strip() for name in lab.nodes))
     if verify.returncode:
         print("verify.yml failed; see %s" % os.path.join(STATE, "verify.yml.log"))
-    print("== debian: " + " ".join("%s=%s" % (LAB.nodes[n][0], r) for n, r in sorted(releases.items())))
+    print("== debian: " + " ".join("%s=%s" % (lab.nodes[n][0], r) for n, r in sorted(releases.items())))
     counts = dict((name, (sum(1 for r in found if r.startswith("OK")), len(found)))
                   for name, found in (("services", services), ("chains", chains), ("taps", taps)))
     print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s debian=%s "
@@ -664,7 +723,12 @@ def run_all():
 
 AUDIT_LINE = re.compile(r'"((?:WARNING|ERROR|REPAIRED) .*)",?$')
 WATCHER_UNIT, AGENT_UNIT = "ovn4nfv-watcher", "ovn4nfv-agent"
-VICTIM = ("worker2", "chaos-victim", NET1)
+VICTIM = "chaos-victim"
+
+
+def victim_node():
+    """chaos's victim pod sits on the second worker."""
+    return lab_layout().workers[1]
 
 
 def audit_lines(*extra):
@@ -678,22 +742,24 @@ def audit_lines(*extra):
 def injections():
     """One fault of each kind the lab can produce, made by hand on the
     running lab: ``[(what, finding class, a word its line carries)]``."""
-    master = container("master")
+    lay = lab_layout()
+    victim, first, second = victim_node(), container(lay.workers[0]), container(lay.workers[1])
+    master = container(lay.central[0])
     ports = exec_in(master, "ovn-nbctl", "--bare", "--columns=name", "find", "Logical_Switch_Port",
                     "external_ids:ovn4nfv-pod-name=pod-w1a").stdout.split()
     made = [("a pod's port deleted by hand", "missing_port", ports[0])]
     exec_in(master, "ovn-nbctl", "lsp-del", ports[0])
-    kubelet(VICTIM[0], "vanish", VICTIM[1])
-    made.append(("a pod's namespace gone without a CNI DEL", "dead_interface", VICTIM[1]))
+    kubelet(victim, "vanish", VICTIM)
+    made.append(("a pod's namespace gone without a CNI DEL", "dead_interface", VICTIM))
     ghost = str(uuid.uuid4())
-    exec_in(container("worker1"), "ovs-vsctl", "add-port", "br-int", "chaos-stray", "--", "set", "Interface",
+    exec_in(first, "ovs-vsctl", "add-port", "br-int", "chaos-stray", "--", "set", "Interface",
             "chaos-stray", "type=internal", "external_ids:iface-id=default_chaos-ghost_eth0",
             "external_ids:ovn4nfv-container-id=chaos", "external_ids:ovn4nfv-pod-uid=" + ghost)
     made.append(("a stray OVS port, a gone pod's", "stray_interface", "chaos-stray"))
-    exec_in(master, "ovn-sbctl", "chassis-add", "chaos-gone", "geneve", "192.168.33.99")
+    exec_in(master, "ovn-sbctl", "chassis-add", "chaos-gone", "geneve", lay.underlay_address(99))
     made.append(("a chassis whose node is gone", "stale_chassis", "chaos-gone"))
-    exec_in(container("worker2"), "ip", "link", "set", "br-phy", "down")
-    made.append(("worker2's tunnel down (br-phy)", "tunnel_down", "br-phy"))
+    exec_in(second, "ip", "link", "set", "br-phy", "down")
+    made.append(("%s's tunnel down (br-phy)" % lay.workers[1], "tunnel_down", "br-phy"))
     return made
 
 
@@ -709,10 +775,12 @@ def chaos():
     audit's doing and the count is exact; they start again before
     verify.yml. Prints
     ``chaos: injected=<n> found=<k> repaired=<r> clean_after=<yes|no> links_ok=<a>/<b>``."""
-    kubelet(VICTIM[0], "run", VICTIM[1], VICTIM[2], "{}", "{}")
+    lay = lab_layout()
+    kubelet(victim_node(), "run", VICTIM, json.dumps([{"name": "ovn-net1", "interface": "eth0",
+                                                       "defaultGateway": "true"}]), "{}", "{}")
     before = audit_lines()
-    units = [(container("master"), WATCHER_UNIT)]
-    units += [(container(n), AGENT_UNIT) for n in ("master", "worker1", "worker2")]
+    units = [(container(host), WATCHER_UNIT) for host in lay.masters]
+    units += [(name, AGENT_UNIT) for name in lay.kube]
     try:
         for name, unit in units:
             exec_in(name, "systemctl", "stop", unit)
@@ -723,8 +791,8 @@ def chaos():
     finally:
         for name, unit in units:
             exec_in(name, "systemctl", "start", unit, check=False)
-        kubelet(VICTIM[0], "delete", VICTIM[1])
-        exec_in(container("worker2"), "ip", "link", "set", "br-phy", "up", check=False)
+        kubelet(victim_node(), "delete", VICTIM)
+        exec_in(container(lay.workers[1]), "ip", "link", "set", "br-phy", "up", check=False)
 
     def seen(lines, kind, word):
         return any((" %s: " % kind) in line and word in line for line in lines)
@@ -774,7 +842,7 @@ def reboot(node, tries=5):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=sorted(SETS), default="lab",
+    parser.add_argument("--set", choices=["lab"] + sorted(SETS), default="lab",
                         help="which containers up, down and api act on (the molecule scenarios' own "
                              "sets; the other commands are the lab's)")
     parser.add_argument("command", choices=["deps", "image", "up", "down", "api", "site", "networks",
@@ -786,10 +854,13 @@ def main(argv=None):
                         help="audit: also mend what the product owns (audit_state=repaired)")
     parser.add_argument("--debian", choices=list(RELEASES) + ["mixed"],
                         help="the nodes' Debian release (default: $OVN4NFV_DEBIAN, else %s)" % DEFAULT_RELEASE)
+    parser.add_argument("--inventory", help="the lab's inventory (default: $OVN4NFV_LAB_INVENTORY, else the one "
+                        "the running lab was made from, else playbooks/inventory/example.yml)")
     args = parser.parse_args(argv)
     if args.debian:
         os.environ["OVN4NFV_DEBIAN"] = args.debian
-    lab = SETS[args.set]
+    if args.inventory:
+        os.environ["OVN4NFV_LAB_INVENTORY"] = os.path.abspath(args.inventory)
     if args.command in ("site", "networks", "verify", "reset", "audit"):
         extra = verify_vars() if args.command == "verify" else ()
         if args.command == "audit":
@@ -817,23 +888,22 @@ def main(argv=None):
         install_host_packages()
         return core_tests(debian_default())
     if args.command == "reboot":
-        if args.node not in [spec[0] for spec in LAB.nodes.values()]:
-            parser.error("reboot needs one of the lab's nodes: %s" % ", ".join(
-                spec[0] for spec in LAB.nodes.values()))
+        if args.node not in lab_layout().hosts():
+            parser.error("reboot needs one of the lab's nodes: %s" % ", ".join(lab_layout().hosts()))
         return reboot(args.node)
     if args.command == "down":
-        down(lab)
+        down(args.set)
     elif args.command == "api":
-        start_api(lab)
+        start_api(lab_set(args.set))
     elif args.command == "pods":
         print(json.dumps(run_pods()))
         playbook(WORKLOADS)
     else:               # deps, image, up: each step includes those before it
         install_host_packages()
         if args.command in ("image", "up"):
-            build_images(lab.releases(debian_default()).values())
+            build_images(lab_set(args.set).releases(debian_default()).values())
         if args.command == "up":
-            up(lab)
+            up(lab_set(args.set))
     return 0
 
 

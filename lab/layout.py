@@ -1,0 +1,224 @@
+"""The lab's machines and pods, read from an Ansible inventory.
+
+``make lab INVENTORY=path`` stands up what that inventory describes: a
+container for each host of ``masters``, ``workers``, ``ovn_central`` and
+``external_hosts`` (named ``ovn4nfv-<host>``), on an underlay podman network
+whose subnet is the one of the hosts' ``node_underlay_address`` and an
+external one whose subnet is the one of the workers'
+``node_gateway_external_ip``. A host's underlay NIC is its ``eth0`` and its
+external NIC the next, as the inventories name them. The API stand-in gets a
+container of its own on the underlay, at ``lab_api_address`` or else the
+subnet's tenth address (the first free one from there).
+
+Ansible itself reads the inventory (its InventoryManager, with the variable
+precedence a playbook sees), so anything ``ansible-playbook -i`` takes
+works. The addresses the lab needs must be literal there, not templates.
+
+The lab's pods sit on the inventory's workers by position: the seed's pods
+on the first two (``worker1``, ``worker2`` in the example), and a pod on
+both networks on each further worker, so that every worker has links in
+verify.yml's matrix.
+"""
+
+import json
+import os
+
+import netaddr
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_INVENTORY = os.path.join(ROOT, "playbooks", "inventory", "example.yml")
+UNDERLAY_NET, EXTERNAL_NET = "ovn4nfv-underlay", "ovn4nfv-external"
+API_CONTAINER, API_HOSTNAME = "ovn4nfv-api", "api"
+API_PORT = 6443
+NETWORKS = ("ovn-net1", "ovn-net2")    # the networks the lab's pods ask for
+
+BOTH = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"},
+                   {"name": "ovn-net2", "interface": "net1"}])
+NET1 = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"}])
+NET2 = json.dumps([{"name": "ovn-net2", "interface": "eth0", "defaultGateway": "true"}])
+WEB = {"app": "web"}
+FWD = {"app": "fwd"}
+# (worker index, pod, its networks, its labels): pods on both networks; the
+# web Service's backends (on ovn-net1 only: a backend that also sat on the
+# client's network would answer it straight, around the balancer); a client
+# on ovn-net2 only, for the Service's VIP; the chain's ends on the first
+# worker and its forwarding function on the second, the worker that holds
+# neither end; the tap's collector beside pod-w1a.
+SEED_PODS = [(0, "pod-w1a", BOTH, {}), (0, "pod-w1b", BOTH, {}),
+             (1, "pod-w2a", BOTH, {}), (1, "pod-w2b", BOTH, {}),
+             (0, "web-w1", NET1, WEB), (1, "web-w2", NET1, WEB),
+             (0, "cli-w1", NET2, {}),
+             (0, "chain-src", NET1, {"app": "chain-src"}), (0, "chain-dst", NET2, {}),
+             (1, "fwd-w2", BOTH, FWD), (0, "col-w1", NET1, {})]
+
+
+class LayoutError(Exception):
+    """The inventory does not describe a lab this module can stand up."""
+
+
+def _literal(host, name, value):
+    if isinstance(value, str) and ("{{" in value or "{%" in value):
+        raise LayoutError("%s: %s is a template (%s); the lab needs it literal" % (host, name, value))
+    return value
+
+
+class Layout:
+    """The lab an inventory describes. ``nodes`` maps each container to
+    ``(hostname, [(network, ip)])``, the API's first; ``networks`` is
+    ``[(name, subnet)]``."""
+
+    def __init__(self, inventory=None):
+        self.inventory = os.path.abspath(inventory or DEFAULT_INVENTORY)
+        if not os.path.exists(self.inventory):
+            raise LayoutError("no inventory at %s" % self.inventory)
+        groups, hostvars = _read(self.inventory)
+        self.masters, self.workers = groups.get("masters", []), groups.get("workers", [])
+        self.central, self.externals = groups.get("ovn_central", []), groups.get("external_hosts", [])
+        if not self.central:
+            raise LayoutError("%s: the group ovn_central has no host" % self.inventory)
+        if len(self.workers) < 2:
+            raise LayoutError("%s: the lab needs at least two workers (the chain's function sits on the "
+                              "second, apart from its ends), not %d" % (self.inventory, len(self.workers)))
+        kube = _unique(self.masters + self.workers + self.central)
+        networks = [network["name"] for network in hostvars[kube[0]].get("ovn4nfv_networks") or []]
+        missing = [name for name in NETWORKS if name not in networks]
+        if missing:
+            raise LayoutError("%s: ovn4nfv_networks lacks %s, which the lab's pods ask for" % (
+                self.inventory, ", ".join(missing)))
+        underlay, external, self.nodes = {}, {}, {}
+        for host in kube + [h for h in self.externals if h not in kube]:
+            if host == API_HOSTNAME:
+                raise LayoutError("%s: the host name %r is the API stand-in's" % (self.inventory, host))
+            nics = []
+            address = _literal(host, "node_underlay_address", hostvars[host].get("node_underlay_address"))
+            if host in kube:
+                if not address:
+                    raise LayoutError("%s: %s has no node_underlay_address" % (self.inventory, host))
+                underlay[host] = _interface(host, "node_underlay_address", address)
+                nics.append((UNDERLAY_NET, str(underlay[host].ip)))
+            gateway = _literal(host, "node_gateway_external_ip", hostvars[host].get("node_gateway_external_ip"))
+            if gateway:
+                external[host] = _interface(host, "node_gateway_external_ip", gateway)
+                nics.append((EXTERNAL_NET, str(external[host].ip)))
+            elif host in self.externals:
+                address = _literal(host, "external_address", hostvars[host].get("external_address"))
+                if not address:
+                    raise LayoutError("%s: the external host %s has no external_address" % (self.inventory, host))
+                nics.append((EXTERNAL_NET, str(_interface(host, "external_address", address).ip)))
+            self.nodes["ovn4nfv-" + host] = (host, nics)
+        self.underlay = _one_subnet(self.inventory, "node_underlay_address", underlay)
+        self.external = _one_subnet(self.inventory, "node_gateway_external_ip", external)
+        for name, (host, nics) in self.nodes.items():
+            for network, ip in nics:
+                subnet = self.underlay if network == UNDERLAY_NET else self.external
+                if subnet is None or netaddr.IPAddress(ip) not in subnet:
+                    raise LayoutError("%s: %s's address %s is outside the %s subnet %s" % (
+                        self.inventory, host, ip, network, subnet))
+        self.api_address = self._api_address(hostvars[kube[0]].get("lab_api_address"))
+        self.nodes = dict([(API_CONTAINER, (API_HOSTNAME, [(UNDERLAY_NET, self.api_address)]))]
+                          + list(self.nodes.items()))
+        self.kube = ["ovn4nfv-" + host for host in kube]
+
+    def _api_address(self, wanted):
+        taken = set(ip for _host, nics in self.nodes.values() for _net, ip in nics)
+        if wanted:
+            if str(netaddr.IPAddress(wanted)) in taken or netaddr.IPAddress(wanted) not in self.underlay:
+                raise LayoutError("%s: lab_api_address %s is taken or outside %s" % (
+                    self.inventory, wanted, self.underlay))
+            return str(netaddr.IPAddress(wanted))
+        for index in range(10, self.underlay.size - 1):
+            if str(self.underlay[index]) not in taken:
+                return str(self.underlay[index])
+        raise LayoutError("%s: no address left on %s for the API stand-in" % (self.inventory, self.underlay))
+
+    @property
+    def networks(self):
+        return [(UNDERLAY_NET, str(self.underlay)), (EXTERNAL_NET, str(self.external))]
+
+    @property
+    def api_url(self):
+        return "https://%s:%d" % (self.api_address, API_PORT)
+
+    def container(self, host):
+        """The container that plays ``host``."""
+        if "ovn4nfv-" + host not in self.nodes:
+            raise LayoutError("the lab has no node %r (it has %s)" % (host, ", ".join(self.hosts())))
+        return "ovn4nfv-" + host
+
+    def hosts(self):
+        return [hostname for hostname, _nics in self.nodes.values() if hostname != API_HOSTNAME]
+
+    def external_address(self, index):
+        """The external network's ``index``-th address (the Service's
+        external IP is the 120th, as 192.168.50.120 in the seed)."""
+        return str(self.external[index])
+
+    def underlay_address(self, index):
+        return str(self.underlay[index])
+
+    def pods(self):
+        """``[(worker, pod, networks JSON, labels)]``: the seed's pods on the
+        first two workers, and ``pod-w<n>a`` on both networks on each
+        further worker."""
+        pods = [(self.workers[index], pod, networks, labels) for index, pod, networks, labels in SEED_PODS]
+        pods += [(worker, "pod-w%da" % (index + 1), BOTH, {})
+                 for index, worker in enumerate(self.workers) if index >= 2]
+        return pods
+
+    def connection_inventory(self, api_dir):
+        """How Ansible reaches these containers, and the lab's API: the
+        inventory that goes beside the topology's (lab/inventory.lab.yml is
+        this for the example, for the molecule scenario)."""
+        return {"all": {
+            "vars": {"ansible_connection": "containers.podman.podman",
+                     "ansible_python_interpreter": "/usr/bin/python3",
+                     "lab_api": self.api_url, "lab_api_dir": api_dir,
+                     "cni_kubeconfig_content": "{{ lookup('ansible.builtin.file', lab_api_dir ~ '/node-agent.kubeconfig') }}",
+                     "watcher_kubeconfig_content": "{{ lookup('ansible.builtin.file', lab_api_dir ~ '/watcher.kubeconfig') }}"},
+            "hosts": dict((host, {"ansible_host": self.container(host)}) for host in self.hosts())}}
+
+
+def _unique(items):
+    seen = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+def _interface(host, name, value):
+    try:
+        return netaddr.IPNetwork(value)
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        raise LayoutError("%s: %s is not an address: %r" % (host, name, value))
+
+
+def _one_subnet(inventory, name, interfaces):
+    """The one subnet every host's ``name`` sits on (each written with its
+    prefix, as the roles take it)."""
+    subnets = set(str(interface.cidr) for interface in interfaces.values())
+    if len(subnets) > 1:
+        raise LayoutError("%s: the hosts' %s are on %d subnets (%s); the lab has one such network" % (
+            inventory, name, len(subnets), ", ".join(sorted(subnets))))
+    if not subnets:
+        raise LayoutError("%s: no host has a %s" % (inventory, name))
+    subnet = netaddr.IPNetwork(subnets.pop())
+    if subnet.prefixlen > 29:
+        raise LayoutError("%s: %s's subnet %s is too small for the lab" % (inventory, name, subnet))
+    return subnet
+
+
+def _read(path):
+    """The inventory's groups and each host's variables, as Ansible reads them."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[path])
+    if not inventory.hosts:
+        raise LayoutError("%s: Ansible read no host from it" % path)
+    variables = VariableManager(loader=loader, inventory=inventory)
+    groups = dict((name, [host.name for host in group.get_hosts()]) for name, group in inventory.groups.items())
+    hostvars = dict((name, variables.get_vars(host=host)) for name, host in inventory.hosts.items())
+    return groups, hostvars
