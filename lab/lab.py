@@ -134,6 +134,8 @@ def lab_set(name="lab"):
     return LabSet("lab", lay.networks, lay.nodes, api=layout_module.API_CONTAINER,
                   tx_off=[lay.container(host) for host in lay.externals],
                   upgraded=[lay.container(host) for host in lay.workers[:1]], kube=lay.kube)
+
+
 CONTAINERS_CONF = """\
 # Written by ovn4nfv.k8s's lab: runc (crun refuses this machine's hybrid
 # cgroups) and ulimits below the hard limit (raising them is refused).

@@ -465,6 +465,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         if ours:
             reconcile(Port(), [{"name": host} for host in ours], "deleted", self.ovs)
             self.follow_taps()
+
         def gone(ipr):
             for host in hosts:
                 for index in ipr.link_lookup(ifname=host):

@@ -94,6 +94,7 @@ class PodTruth:
             index = item.get("interface") if isinstance(item, dict) else None
             if isinstance(index, int) and 0 <= index < len(interfaces) and interfaces[index].get("sandbox"):
                 wanted.append((interfaces[index].get("name"), interfaces[index].get("mac"), item.get("address")))
+
         def check(pod_ns):
             for interface, mac, address in wanted:
                 self._check_interface(pod_ns, interface, mac, address)
