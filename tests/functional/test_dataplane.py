@@ -306,6 +306,16 @@ def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluste
     assert copies(10) < 10, "deleted: the pings are copied no more"
 
 
+def has_ofport(node, name, timeout=30):
+    """Wait (on the OVS database's own updates, at most ``timeout`` s)
+    until ovs-vswitchd gave the interface ``name`` an OpenFlow port: its
+    device exists then."""
+    def numbered(idl):
+        return any(row.name == name and list(row.ofport) for row in idl.tables["Interface"].rows.values()) or None
+    with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, ("Interface",)) as db:
+        return db.wait_for(numbered, timeout)
+
+
 def tunnel_port(node, name, present, timeout=30):
     """Wait (on the OVS database's own updates, at most ``timeout`` s)
     until ovn-controller has made, or removed, the port ``name``; return
@@ -328,6 +338,8 @@ def test_a_remote_tap_sends_gre_copies_to_the_collector_address(cluster_node):
     # the collector host at 10.97.0.2
     ovs(node, ovs_resources.Bridge(), [{"name": "br-und", "datapath_type": "netdev"}])
     try:
+        # ovs-vswitchd makes the bridge's device a moment later; its ofport says it did
+        assert has_ofport(node, "br-und"), "ovs-vswitchd made no device for br-und"
         # IPv4 only: no router solicitations or MLD reports of its own reach the collector
         node.run_in_node("sysctl", "-qw", "net.ipv6.conf.br-und.disable_ipv6=1")
         node.run_in_node("ip", "addr", "add", "10.97.0.1/24", "dev", "br-und")
