@@ -84,7 +84,7 @@ class AddressIndex:
     so one map serves every network."""
 
     def __init__(self):
-        self.by_ip, self.by_mac, self.of_row, self.by_pod = {}, {}, {}, {}
+        self.by_ip, self.by_mac, self.of_row, self.by_pod, self.uid_of = {}, {}, {}, {}, {}
 
     def attach(self, database):
         """Follow ``database`` from now on, starting from what it holds."""
@@ -93,7 +93,7 @@ class AddressIndex:
         return self
 
     def _rebuild(self, idl):
-        self.by_ip, self.by_mac, self.of_row, self.by_pod = {}, {}, {}, {}
+        self.by_ip, self.by_mac, self.of_row, self.by_pod, self.uid_of = {}, {}, {}, {}, {}
         for row in idl.tables["Logical_Switch_Port"].rows.values():
             self._add(row)
 
@@ -110,6 +110,7 @@ class AddressIndex:
         if is_pod_port(row):
             pod = (row.external_ids.get(K_NAMESPACE), row.external_ids.get(K_POD))
             self.by_pod.setdefault(pod, set()).add(row.uuid)
+            self.uid_of[row.uuid] = row.external_ids.get(K_UID)
         self.of_row[row.uuid] = (mac, ips, pod)
         if mac:
             self.by_mac[mac] = row.uuid
@@ -118,6 +119,7 @@ class AddressIndex:
 
     def _remove(self, uuid):
         mac, ips, pod = self.of_row.pop(uuid, (None, [], None))
+        self.uid_of.pop(uuid, None)
         if pod is not None:
             self.by_pod.get(pod, set()).discard(uuid)
             if not self.by_pod.get(pod, True):
@@ -134,6 +136,13 @@ class AddressIndex:
         if uuid is None:
             return None
         return view.idl.tables["Logical_Switch_Port"].rows.get(uuid)
+
+    def holds_others(self, namespace, name, keep):
+        """Whether a port of a pod named ``namespace/name`` is another UID's
+        than ``keep`` (all of them, when ``keep`` is None): what
+        ``plan_release`` would delete. Read it under the database's read
+        lock, as the update stream changes the index in its own thread."""
+        return any(self.uid_of.get(uuid) != keep for uuid in self.by_pod.get((namespace, name), ()))
 
     def ports_of(self, view, namespace, name):
         """The pod ports of every pod ever named ``namespace/name``."""

@@ -253,7 +253,10 @@ class Watcher:
         pod = self._live(key)
         namespace, name = key.split("/", 1)
         uid = pod.metadata.uid if pod is not None else None
-        self._execute(lambda view: pod_ports.plan_release(view, namespace, name, uid, self.addresses))
+        # a transaction only when there is something to release: most
+        # events (a new pod, a served pod's own patch, a resync) have none
+        if self.nb.read(lambda _idl: self.addresses.holds_others(namespace, name, uid)):
+            self._execute(lambda view: pod_ports.plan_release(view, namespace, name, uid, self.addresses))
         if pod is None:
             self._forget(key)
             return
