@@ -897,6 +897,9 @@ def _handler(api):
             if not match:
                 return self._send(404, _status(404, "NotFound", self.path))
             event = self._body()
+            if not isinstance(event, dict):
+                # as kube-apiserver: a create without an object is a bad request
+                return self._send(400, _status(400, "BadRequest", "the body is not an Event object"))
             with api.lock:
                 api.events.append(event)
                 api.lock.notify_all()
