@@ -150,15 +150,26 @@ class PortLog:
     def __init__(self, remote):
         import threading
         self.events = []
+        self.live = {}          # port name: pod uid, as this log has seen them
         self.lock = threading.Lock()
         self.db = ovsdb.Database(remote, ovsdb.NB_SCHEMA, ("Logical_Switch_Port",))
         self.db.add_listener(self._notify)
 
     def _notify(self, event, row):
         ids = getattr(row, "external_ids", None) or {}
-        if ids.get("ovn4nfv-role") == "pod-port" and event in ("create", "delete"):
-            with self.lock:
-                self.events.append((event, row.name, ids.get("ovn4nfv-pod-uid"), time.monotonic()))
+        if ids.get("ovn4nfv-role") != "pod-port" or event not in ("create", "delete"):
+            return
+        uid = ids.get("ovn4nfv-pod-uid")
+        with self.lock:
+            if event == "create" and self.live.get(row.name) == uid:
+                # not a new port: the server restarted, and the IDL (which
+                # drops its rows without deletes) loaded the table again
+                return
+            if event == "create":
+                self.live[row.name] = uid
+            else:
+                self.live.pop(row.name, None)
+            self.events.append((event, row.name, uid, time.monotonic()))
 
     def of(self, uid):
         with self.lock:
