@@ -9,6 +9,8 @@ import socket
 import subprocess
 import tempfile
 
+from sandbox import terminate
+
 SCHEMA = "/usr/share/ovn/ovn-nb.ovsschema"
 
 
@@ -63,11 +65,7 @@ class Northbound:
         os.kill(self.pids[index], signal.SIGTERM)
 
     def close(self):
-        for pid in self.pids:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        terminate(self.pids)
         self.pids = []
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -79,6 +79,19 @@ def _signal(pid, signum):
         pass
 
 
+def terminate(pids, grace=10):
+    """SIGTERM each of ``pids``, wait (at most ``grace`` s) for them to
+    end, and SIGKILL those still running."""
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for pid in pids:
+        if alive(pid):
+            _signal(pid, signal.SIGKILL)
+
+
 class Sandbox:
     """A directory holding running daemons, and their remotes."""
 
@@ -202,14 +215,7 @@ class Sandbox:
                     pids.append(int(handle.read().strip()))
             except (OSError, ValueError):
                 continue
-        for pid in pids:
-            _signal(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        for pid in pids:
-            if alive(pid):
-                _signal(pid, signal.SIGKILL)
+        terminate(pids)
         self.pidfiles = []
         shutil.rmtree(self.dir, ignore_errors=True)
 
