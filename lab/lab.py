@@ -365,6 +365,12 @@ VERIFY_PORT = 7777          # verify.yml's probes answer here
 SERVICE_VIP = "10.96.100.10"
 
 
+def seed(name):
+    """One of layout.py's names for the seed's pods (NET1, WEB, FWD, ...)."""
+    import layout as layout_module
+    return getattr(layout_module, name)
+
+
 def pods():
     """``[(node, pod, its networks, its labels)]`` (layout.SEED_PODS says
     which and why)."""
@@ -385,7 +391,7 @@ def service():
     labelled app=web behind it."""
     return {"metadata": {"name": "web", "annotations": {"k8s.plugin.opnfv.org/service-network": "ovn-net1",
                                                         "k8s.plugin.opnfv.org/service-vip": SERVICE_VIP}},
-            "spec": {"selector": {"app": "web"}, "externalIPs": [lab_layout().external_address(120)],
+            "spec": {"selector": seed("WEB"), "externalIPs": [lab_layout().external_address(120)],
                      "ports": [{"name": "http", "port": 80, "targetPort": VERIFY_PORT}]}}
 
 
@@ -402,7 +408,7 @@ def verify_services(deleted=()):
 def verify_chains(closed=False):
     """verify.yml's ``verify_chains``: lab-chain's ends and function, and
     whether the function is deleted (the chain must then be closed)."""
-    function = with_labels({"app": "fwd"})[0]
+    function = with_labels(seed("FWD"))[0]
     return [{"name": "lab-chain", "source": {"node": node_of("chain-src"), "pod": "chain-src"},
              "destination": {"pod": "chain-dst", "network": "ovn-net2"},
              "function": {"node": function[0], "pod": function[1], "interfaces": ["eth0", "net1"]},
@@ -415,7 +421,7 @@ def verify_taps():
 
 
 def verify_vars(deleted=()):
-    closed = any(pod in deleted for _node, pod in with_labels({"app": "fwd"}))
+    closed = any(pod in deleted for _node, pod in with_labels(seed("FWD")))
     return "-e", json.dumps({"verify_services": verify_services([d for d in deleted if d.startswith("web")]),
                              "verify_chains": verify_chains(closed), "verify_taps": verify_taps()})
 
@@ -656,7 +662,7 @@ def deletion_check():
     fwd-w2 as kubelet and kubectl would, run verify.yml with them named as
     deleted, make them again and run verify.yml once more. Returns the
     service and chain rows of those two runs that say so."""
-    gone = with_labels({"app": "fwd"}) + [(node_of("web-w2"), "web-w2")]
+    gone = with_labels(seed("FWD")) + [(node_of("web-w2"), "web-w2")]
     for node, pod in gone:
         kubelet(node, "delete", pod)
     try:
@@ -778,8 +784,7 @@ def chaos():
     verify.yml. Prints
     ``chaos: injected=<n> found=<k> repaired=<r> clean_after=<yes|no> links_ok=<a>/<b>``."""
     lay = lab_layout()
-    kubelet(victim_node(), "run", VICTIM, json.dumps([{"name": "ovn-net1", "interface": "eth0",
-                                                       "defaultGateway": "true"}]), "{}", "{}")
+    kubelet(victim_node(), "run", VICTIM, seed("NET1"), "{}", "{}")
     before = audit_lines()
     units = [(container(host), WATCHER_UNIT) for host in lay.masters]
     units += [(name, AGENT_UNIT) for name in lay.kube]
