@@ -52,6 +52,9 @@ class WorkQueue:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._lock = threading.Condition()
+        # the timer waits on its own condition of the same lock: a key
+        # queued wakes one worker, not every worker and the timer
+        self._timer_wake = threading.Condition(self._lock)
         self._queue = collections.deque()
         self._dirty = set()
         self._processing = set()
@@ -76,7 +79,7 @@ class WorkQueue:
         if key in self._processing:
             return
         self._queue.append(key)
-        self._lock.notify_all()
+        self._lock.notify()
 
     def add_after(self, key, delay):
         """Queue ``key`` once ``delay`` seconds have passed."""
@@ -92,7 +95,7 @@ class WorkQueue:
             self._ready_at[key] = ready_at
             self._sequence += 1
             heapq.heappush(self._waiting, (ready_at, self._sequence, key))
-            self._lock.notify_all()
+            self._timer_wake.notify()
 
     def add_rate_limited(self, key):
         """Queue ``key`` after its backoff; each call doubles the next one."""
@@ -134,7 +137,7 @@ class WorkQueue:
             self._processing.discard(key)
             if key in self._dirty:
                 self._queue.append(key)
-                self._lock.notify_all()
+                self._lock.notify()
 
     def __len__(self):
         with self._lock:
@@ -149,6 +152,7 @@ class WorkQueue:
         with self._lock:
             self._shutting_down = True
             self._lock.notify_all()
+            self._timer_wake.notify_all()
         self._timer.join(5)
 
     # -- the timer ---------------------------------------------------------
@@ -161,7 +165,7 @@ class WorkQueue:
                     if self._ready_at.get(key) == ready_at:
                         del self._ready_at[key]
                         self._add_locked(key)
-                self._lock.wait(self._waiting[0][0] - now if self._waiting else None)
+                self._timer_wake.wait(self._waiting[0][0] - now if self._waiting else None)
 
 
 def serve(queue, handle, log, what, retry_on=()):
