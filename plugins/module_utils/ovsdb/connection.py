@@ -23,21 +23,19 @@ import threading
 import time
 
 from ..common.errors import DatabaseUnreachable, TransactionFailed, ValidationError
+from .transaction import FunctionCommand, Transaction
 
 try:
     from ovs import jsonrpc, poller, stream
     from ovs.db import idl as ovs_idl
     from ovsdbapp import exceptions as ovsdbapp_exceptions
-    from ovsdbapp.backend.ovs_idl import command as ovsdbapp_command
     from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
     from ovsdbapp.backend.ovs_idl import transaction as ovsdbapp_transaction
     HAS_OVSDBAPP = True
     OVSDBAPP_IMPORT_ERROR = None
-    _CommandBase = ovsdbapp_command.BaseCommand
 except ImportError as exc:  # pragma: no cover - exercised by ansible-test
     HAS_OVSDBAPP = False
     OVSDBAPP_IMPORT_ERROR = exc
-    _CommandBase = object
 
 OVS_SCHEMA = "Open_vSwitch"
 NB_SCHEMA = "OVN_Northbound"
@@ -353,20 +351,6 @@ if HAS_OVSDBAPP:
                 self.changed.notify_all()
 
 
-class _FunctionCommand(_CommandBase):
-    """An ovsdbapp command whose work is a function of (idl, txn)."""
-
-    def __init__(self, api, function):
-        super(_FunctionCommand, self).__init__(api)
-        self.function = function
-
-    def run_idl(self, txn):
-        self.result = self.function(self.api.idl, txn)
-
-    def __str__(self):
-        return "reconcile"
-
-
 class Database:
     """A live, monitored connection to one OVSDB database.
 
@@ -438,9 +422,8 @@ class Database:
         The function may be called more than once: ovsdbapp repeats it when
         the server says the cache was stale. Returns its last result.
         """
-        txn = ovsdbapp_transaction.Transaction(
-            self, self._connection, timeout=self.timeout, check_error=True, log_errors=False)
-        command = txn.add(_FunctionCommand(self, function))
+        txn = Transaction(self, self._connection, timeout=self.timeout, check_error=True, log_errors=False)
+        command = txn.add(FunctionCommand(self, function))
         try:
             txn.commit()
         except ovsdbapp_exceptions.TimeoutException:
