@@ -32,6 +32,14 @@ MERGE_PATCH = "application/merge-patch+json"
 POD_PATH = "/api/v1/namespaces/{namespace}/pods/{name}"
 
 
+def _drain(response):
+    """Read an answer whose content is not wanted (the patched pod: the
+    watch brings it anyway, and making the client's model of it cost more
+    than the request), so that its connection serves the next request."""
+    response.read()
+    response.release_conn()
+
+
 class PodWriter:
     """Events on pods and merge patches of them, for one component."""
 
@@ -65,17 +73,19 @@ class PodWriter:
         anything is sent) and kept."""
         if self.content_type is not False:
             try:
-                self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH)
+                _drain(self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH,
+                                                      _preload_content=False))
                 self.content_type = True
                 return
             except k8s_client.exceptions.ApiTypeError:
                 if self.content_type:
                     raise
                 self.content_type = False
-        self.core.api_client.call_api(
+        _drain(self.core.api_client.call_api(
             POD_PATH, "PATCH", path_params={"namespace": meta.namespace, "name": meta.name},
             query_params=[], header_params={"Accept": "application/json", "Content-Type": MERGE_PATCH},
-            body=body, response_type="V1Pod", auth_settings=["BearerToken"], _return_http_data_only=True)
+            body=body, response_type=None, auth_settings=["BearerToken"], _return_http_data_only=True,
+            _preload_content=False))
 
 
 class ListWatch:
