@@ -27,6 +27,7 @@ from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.naming import OWNER_KEY, OWNER_VALUE, in_range, interface_name, ovn_name
 from ..ovsdb.execution import CompositePlan
+from ..ovsdb.view import cell
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_routers import LogicalRouterPort
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
@@ -287,7 +288,7 @@ def _port_ips(port):
 def read_network(view, name):
     """The OVN network ``name`` (settings only, no ports), or None."""
     row = view.lookup("Logical_Switch", name)
-    if row is None or isinstance(row, list) or not row.external_ids.get(NETWORK_KEY):
+    if row is None or isinstance(row, list) or not cell(row, "external_ids").get(NETWORK_KEY):
         return None
     return network_of(row)
 
@@ -296,7 +297,7 @@ def network_by_provider(view, provider):
     """The name of the OVN network that serves the Multus ``provider``
     (``<nad>.<namespace>`` or ``<nad>.<namespace>.ovn``), or None."""
     for row in view.rows("Logical_Switch"):
-        if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_PROVIDER) == provider:
+        if cell(row, "external_ids").get(NETWORK_KEY) and cell(row, "external_ids").get(K_PROVIDER) == provider:
             return row.name
     return None
 
@@ -305,10 +306,10 @@ def network_of(row, recorded=False):
     """The OVN network of switch ``row``; with ``recorded``, at the subnets
     its records say it was declared with, not the switch's ``other_config``
     now: what the audit compares the switch with."""
-    ids = row.external_ids
-    subnet = (recorded and ids.get(K_SUBNET)) or row.other_config.get("subnet")
+    ids = cell(row, "external_ids")
+    subnet = (recorded and ids.get(K_SUBNET)) or cell(row, "other_config").get("subnet")
     subnet = addressing.parse_cidr(subnet, "subnet of " + row.name)
-    prefix = row.other_config.get("ipv6_prefix")
+    prefix = cell(row, "other_config").get("ipv6_prefix")
     subnet6 = addressing.parse_cidr(addressing.ipv6_prefix(prefix, "ipv6_prefix of " + row.name)
                                     + "/64", "ipv6_prefix of " + row.name) if prefix else None
     if recorded and ids.get(K_SUBNET6):
@@ -320,14 +321,14 @@ def read_network_settings(view):
     """``{name: Network}`` of the OVN networks in the NB, settings only
     (:func:`read_networks` without the ports, so without their cost)."""
     return dict((row.name, network_of(row)) for row in view.rows("Logical_Switch")
-                if row.external_ids.get(NETWORK_KEY))
+                if cell(row, "external_ids").get(NETWORK_KEY))
 
 
 def read_networks(view):
     """``{name: NetworkState}`` of the OVN networks in the NB."""
     out = {}
     for row in view.rows("Logical_Switch"):
-        ids = row.external_ids
+        ids = cell(row, "external_ids")
         if not ids.get(NETWORK_KEY):
             continue
         network = network_of(row)
@@ -341,7 +342,7 @@ def read_ovs_networks(view):
     """``{name: NetworkState}`` of the OVS-backend networks on this node."""
     out = {}
     for row in view.rows("Bridge"):
-        ids = row.external_ids
+        ids = cell(row, "external_ids")
         if not ids.get(NETWORK_KEY):
             continue
         name = ids[NETWORK_KEY]
