@@ -1,8 +1,8 @@
 """The watcher under a burst, then under a steady arrival.
 
 Burst: once the watcher is up and has listed (an empty cluster), 500 pods
-with two interfaces each (one dynamic, one static) are created as fast as
-the API stand-in accepts them. Steady: then 50 pods a second for 20
+with two interfaces each (one whose address the watcher chooses, one
+static) are created as fast as the API stand-in accepts them. Steady: then 50 pods a second for 20
 seconds, each created at its time. Measures the burst's throughput (first
 create to last annotation) and each pod's latency (create to annotation).
 The anchors, from other systems on much larger machines: Kube-OVN about
@@ -78,7 +78,7 @@ def main():
         return [(annotated[k] - created[k]) * 1000 for k in keys]
     span = max(annotated[k] for k in burst) - min(created[k] for k in burst)
     burst_ms, steady_ms = latencies(burst), latencies(steady)
-    print("pods: %d with 2 interfaces (1 dynamic, 1 static), %d workers (the default)" % (PODS, workers))
+    print("pods: %d with 2 interfaces (1 address chosen, 1 static), %d workers (the default)" % (PODS, workers))
     print("baseline, one pod alone on the idle watcher: %.0f ms" % latencies(alone)[0])
     print("burst, all created at once: a pod's latency is mostly its wait in the queue")
     print("steady: %d pods/s for %d s, p50 %.0f ms, p99 %.0f ms" % (

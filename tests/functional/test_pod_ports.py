@@ -1,5 +1,4 @@
-"""A pod's interfaces as OVN ports, against a real NB with ovn-northd doing
-the dynamic allocation."""
+"""A pod's interfaces as OVN ports, against a real NB with ovn-northd."""
 
 import pytest
 
@@ -7,10 +6,11 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotat
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports, taps as remote_taps
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import Batch, execute
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
 
 
@@ -55,10 +55,40 @@ def test_static_and_dynamic_interfaces(nb, sandbox):
     assert dynamic["ip_address"] == "172.16.1.10/24", "first free after the gateway and the excluded range"
     assert dynamic["routes"] == [{"dst": "10.20.0.0/16", "gw": "172.16.1.1"}]
     first_octet = int(dynamic["mac_address"].split(":")[0], 16)
-    assert first_octet & 0x02 and not first_octet & 0x01, "OVN's MACs are locally administered unicast"
+    assert first_octet & 0x02 and not first_octet & 0x01, "locally administered unicast"
     ports = dict((p["name"], p) for p in sandbox.rows("nb", "Logical_Switch_Port"))
     assert ports["default_web_net1"]["external_ids"]["ovn4nfv-pod-uid"] == "uid-web"
-    assert ports["default_web_net0"]["addresses"] == "dynamic"
+    mac = dynamic["mac_address"]
+    assert ports["default_web_net0"]["addresses"] == mac + " 172.16.1.10", "chosen here, not by ovn-northd"
+    assert ports["default_web_net0"]["port_security"] == "%s 172.16.1.10 %s" % (mac, addressing.link_local(mac)), \
+        "set in the transaction that makes the port"
+    assert not ports["default_web_net0"]["dynamic_addresses"]
+
+
+def test_a_port_ovn_northd_addressed_keeps_its_address(nb, sandbox):
+    """A port an earlier version made with ``dynamic`` (ovn-northd chose its
+    address) is left as it is: the pod keeps what it was told."""
+    pod = pod_ports.Pod("default", "old", "uid-old")
+    reqs = requests({"name": "net1", "interface": "net0"})
+    execute(nb, lambda v: pod_ports._port_batch(v, [{"name": pod.port_name("net0"), "switch": "net1",
+                                                      "addresses": ["dynamic"],
+                                                      "external_ids": pod.marks("net0")}], "merged"), write=True)
+    [entry] = nb.wait_for(lambda idl: pod_ports.interface_list(View(idl), pod, reqs), 10)
+    plan = execute(nb, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
+    assert not plan.changed
+    assert nb.read(lambda idl: pod_ports.interface_list(View(idl), pod, reqs)) == [entry]
+    [port] = [p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"] == "default_old_net0"]
+    assert port["addresses"] == "dynamic" and port["dynamic_addresses"].split()[1] == entry["ip_address"][:-3]
+
+
+def test_addresses_of_one_batch_are_each_their_own(nb):
+    """Pods planned in one transaction never get the same address: the
+    allocator sees what the batch plans before it commits."""
+    pods = [pod_ports.Pod("default", "p%d" % i, "uid-p%d" % i) for i in range(20)]
+    reqs = requests({"name": "net1", "interface": "net0"})
+    execute(nb, lambda v: Batch([pod_ports.plan_pod(v, pod, reqs) for pod in pods]), write=True)
+    entries = nb.read(lambda idl: [pod_ports.interface_list(View(idl), pod, reqs)[0] for pod in pods])
+    assert sorted(e["ip_address"] for e in entries) == sorted("172.16.1.%d/24" % i for i in range(10, 30))
 
 
 def test_delete_frees_the_dynamic_address_for_the_next_pod(nb, sandbox):

@@ -17,6 +17,7 @@ __metaclass__ = type
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..ovsdb.view import cell
 from .topology import ROLE
 
 K_NAMESPACE = "ovn4nfv-pod-namespace"
@@ -56,25 +57,46 @@ class Pod:
 def is_pod_port(row):
     # a row the IDL notifies of may lack columns (a delete after a
     # reconnect): it is then not known to be anyone's
-    ids = getattr(row, "external_ids", None) or {}
+    try:
+        ids = cell(row, "external_ids") or {}
+    except AttributeError:
+        return False
     return ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(ROLE) == ROLE_POD
 
 
 def held_addresses(row):
     """(MAC, [IPAddress]) a port holds, static or assigned."""
-    texts = [a for a in row.addresses if a not in ("dynamic", "router", "unknown")]
-    texts += list(row.dynamic_addresses or [])
+    texts = [a for a in cell(row, "addresses") if a not in ("dynamic", "router", "unknown")]
+    texts += list(cell(row, "dynamic_addresses") or [])
     mac, ips = None, []
     for text in texts:
+        words_mac, words_ips = _parsed(text)
+        mac = mac or words_mac
+        ips.extend(words_ips)
+    return mac, ips
+
+
+_PARSED = {}
+
+
+def _parsed(text):
+    """(MAC or None, (IPAddress, ...)) of one ``MAC IP...`` text, parsed
+    once: every port's texts are read again and again (its updates, each
+    pod pass, the port security) and netaddr's parse is the cost."""
+    found = _PARSED.get(text)
+    if found is None:
         words = text.split()
-        if words and words[0] != "dynamic" and addressing.is_mac(words[0]):
-            mac = mac or words[0].lower()
+        mac = words[0].lower() if words and words[0] != "dynamic" and addressing.is_mac(words[0]) else None
+        ips = []
         for word in words[1:]:
             try:
                 ips.append(addressing.parse_ip(word, "address"))
             except ValidationError:
                 continue
-    return mac, ips
+        if len(_PARSED) > 200000:
+            _PARSED.clear()
+        found = _PARSED[text] = (mac, tuple(ips))
+    return found
 
 
 class AddressIndex:
@@ -85,6 +107,7 @@ class AddressIndex:
 
     def __init__(self):
         self.by_ip, self.by_mac, self.of_row, self.by_pod, self.uid_of = {}, {}, {}, {}, {}
+        self.cursors = {}           # subnet -> an address (int) at and below which all are held
 
     def attach(self, database):
         """Follow ``database`` from now on, starting from what it holds."""
@@ -108,9 +131,10 @@ class AddressIndex:
         mac, ips = held_addresses(row)
         pod = None
         if is_pod_port(row):
-            pod = (row.external_ids.get(K_NAMESPACE), row.external_ids.get(K_POD))
+            ids = cell(row, "external_ids")
+            pod = (ids.get(K_NAMESPACE), ids.get(K_POD))
             self.by_pod.setdefault(pod, set()).add(row.uuid)
-            self.uid_of[row.uuid] = row.external_ids.get(K_UID)
+            self.uid_of[row.uuid] = ids.get(K_UID)
         self.of_row[row.uuid] = (mac, ips, pod)
         if mac:
             self.by_mac[mac] = row.uuid
@@ -129,6 +153,9 @@ class AddressIndex:
         for ip in ips:
             if self.by_ip.get(ip) == uuid:
                 del self.by_ip[ip]
+                for subnet, cursor in self.cursors.items():
+                    if ip in subnet and int(ip) <= cursor:
+                        self.cursors[subnet] = int(ip) - 1     # freed: the next search starts there
 
     def holder(self, view, kind, value):
         """The port holding ``value`` (``kind`` ``ip`` or ``mac``), or None."""
@@ -154,7 +181,7 @@ def scan_holder(view, kind, value, uid, switch=None):
     """The port holding ``value``, found by scanning (without an index)."""
     rows = switch.ports if switch is not None else view.rows("Logical_Switch_Port")
     for row in rows:
-        if row.external_ids.get(K_UID) == uid:
+        if cell(row, "external_ids").get(K_UID) == uid:
             continue
         mac, ips = held_addresses(row)
         if (kind == "ip" and value in ips) or (kind == "mac" and mac == value):
@@ -165,8 +192,7 @@ def scan_holder(view, kind, value, uid, switch=None):
 def pool_size(network):
     """How many IPv4 addresses OVN may hand out on ``network``: its host
     addresses, less the excluded ones and the gateway."""
-    hosts = addressing.ip_set(network.subnet, network.exclude_ips)
-    return hosts.size - (1 if network.gateway in hosts else 0)
+    return pool(network).size
 
 
 def _held(view, switch):
@@ -177,7 +203,7 @@ def _held(view, switch):
         if row.type == "router":
             continue
         _mac, ips = held_addresses(row)
-        held += 1 if any(ip.version == 4 for ip in ips) or "dynamic" in row.addresses else 0
+        held += 1 if any(ip.version == 4 for ip in ips) or "dynamic" in cell(row, "addresses") else 0
     return held
 
 
@@ -207,9 +233,72 @@ def port_security(row, mac_only=None):
         return None
     if mac_only is None:
         mac_only = bool((getattr(row, "external_ids", None) or {}).get(K_CHAIN_FUNCTION))
+    return security(mac, ips, mac_only)
+
+
+def security(mac, ips, mac_only=False):
+    """The port security of a port holding ``mac`` and ``ips``."""
     if mac_only:
         return [mac]
-    return ["%s %s %s" % (mac, " ".join(str(ip) for ip in ips), addressing.link_local(mac))]
+    return ["%s %s %s" % (mac, " ".join(str(ip) for ip in ips), _link_local(mac))]
+
+
+_LINK_LOCAL = {}
+
+
+def _link_local(mac):
+    if mac not in _LINK_LOCAL:
+        if len(_LINK_LOCAL) > 100000:
+            _LINK_LOCAL.clear()
+        _LINK_LOCAL[mac] = addressing.link_local(mac)
+    return _LINK_LOCAL[mac]
+
+
+_POOLS = {}
+
+
+def pool(network):
+    """The addresses of ``network`` a port may get, as an ``IPSet`` (made
+    once per subnet, exclusions and gateway): never to be changed."""
+    key = (str(network.subnet), tuple(network.exclude_ips), str(network.gateway))
+    if key not in _POOLS:
+        hosts = addressing.ip_set(network.subnet, network.exclude_ips)
+        if network.gateway in hosts:
+            hosts.remove(network.gateway)
+        if len(_POOLS) > 256:
+            _POOLS.clear()
+        _POOLS[key] = hosts
+    return _POOLS[key]
+
+
+def allocate(view, network, switch, index=None):
+    """The lowest free IPv4 address of ``network`` for a new port, as
+    ovn-northd would hand it out, or None when the pool has none: one that
+    no port holds, static or assigned by OVN, and that no port planned in
+    this view's batch takes. With ``index`` (an :class:`AddressIndex`) it
+    is a lookup from where the last search stopped (below it every address
+    is held, until a port frees one); without, the switch's ports are
+    scanned, once a view.
+
+    The watcher chooses the address rather than asking ovn-northd for a
+    dynamic one: the pod is served on its own transaction, without waiting
+    for northd's next run, and the address is verified at commit like a
+    static one (another writer's port on the switch makes the round again)."""
+    held = index.by_ip if index is not None else view.cached(("held", network.name), lambda: set(
+        ip for row in (switch.ports if switch is not None else []) for ip in held_addresses(row)[1]))
+    planned = set(word for values in view.planned("Logical_Switch_Port")
+                  for text in values.get("addresses") or () for word in text.split()[1:])
+    cursors = index.cursors if index is not None else {}
+    advancing = True
+    for ip in addressing.pool_order(network.subnet, pool(network), cursors.get(network.subnet)):
+        if ip in held:
+            if advancing:
+                cursors[network.subnet] = int(ip)
+        elif str(ip) in planned:
+            advancing = False
+        else:
+            return ip
+    return None
 
 
 def binding_verdict(pod, entries, bindings, macs=True):

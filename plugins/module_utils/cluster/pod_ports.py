@@ -19,11 +19,12 @@ from ..common.errors import ValidationError
 from ..ovsdb.execution import Batch
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
+from ..ovsdb.view import cell
 from ..resources.nb_switches import LogicalSwitchPort
 from . import annotations, networks as vn, taps as remote_taps
 from .pod_addresses import (
-    K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, held_addresses, scan_holder,
-    free_addresses, is_pod_port, pool_usage, port_security)
+    K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, allocate, held_addresses, scan_holder,
+    free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
 
 # Why a request was refused: the Event reasons, gravest first.
 INVALID = "InvalidNetworkRequest"
@@ -36,8 +37,8 @@ TABLES = ("Logical_Switch", "Logical_Switch_Port")
 
 def pod_ports(view, uid):
     """The ports of the pod with ``uid``: ``{interface: row}``."""
-    return dict((row.external_ids.get(K_INTERFACE), row) for row in view.rows("Logical_Switch_Port")
-                if is_pod_port(row) and row.external_ids.get(K_UID) == uid)
+    return dict((cell(row, "external_ids").get(K_INTERFACE), row) for row in view.rows("Logical_Switch_Port")
+                if is_pod_port(row) and cell(row, "external_ids").get(K_UID) == uid)
 
 
 def owned_pods(view):
@@ -45,13 +46,19 @@ def owned_pods(view):
     out = {}
     for row in view.rows("Logical_Switch_Port"):
         if is_pod_port(row):
-            ids = row.external_ids
+            ids = cell(row, "external_ids")
             out[ids[K_UID]] = Pod(ids.get(K_NAMESPACE), ids.get(K_POD), ids[K_UID])
     return out
 
 
+def _network(view, name):
+    """The network ``name`` as :func:`.networks.read_network` reads it,
+    once a view: a round of pods plans many ports on few networks."""
+    return view.cached(("network", name), lambda: vn.read_network(view, name))
+
+
 def _holder(row):
-    ids = row.external_ids
+    ids = cell(row, "external_ids")
     if ids.get(K_POD):
         return "pod %s/%s (port %s)" % (ids.get(K_NAMESPACE), ids.get(K_POD), row.name)
     return "port %s" % row.name
@@ -63,7 +70,7 @@ def _own_ports(view, pod, requests):
     for request in requests:
         row = view.lookup("Logical_Switch_Port", pod.port_name(request.interface))
         if row is not None and not isinstance(row, (list, NewRow)) and \
-                row.external_ids.get(K_UID) == pod.uid:
+                cell(row, "external_ids").get(K_UID) == pod.uid:
             out[request.interface] = row
     return out
 
@@ -75,23 +82,33 @@ def plan_pod(view, pod, requests, addresses=None):
     running pod's networks is not supported.)
 
     Every request is checked against its network first; a static IP or MAC
-    that another pod holds is refused, naming the holder. Each network that
-    receives a static address is verified at commit: if another writer
-    added a port meanwhile, the server answers "try again" and this plan is
-    made anew against the new state. ``addresses``, an
-    :class:`AddressIndex`, makes the checks lookups instead of scans.
+    that another pod holds is refused, naming the holder. A request without
+    an IP gets the network's next free address (:func:`allocate`; a MAC
+    derived from the pod's UID and interface unless it asked for one, and
+    on a dual-stack network the IPv6 address ovn-northd would give that
+    MAC), and every new port carries its port security from the start.
+    ``addresses``, an :class:`AddressIndex`, makes the checks lookups
+    instead of scans.
+
+    The checks see the NB as the view holds it, the previous transaction of
+    the watcher's committer included (the server sends a transaction's
+    updates before its reply), and the addresses the view's batch plans.
+    Nothing is verified at commit against the switch's whole port set: that
+    costs a copy of every port's UUID a transaction, and grew with the
+    network. A port with the same address that another writer adds in the
+    same instant is what ``network_audit`` reports as a duplicate.
     """
     def holder(kind, value, switch=None):
         if addresses is not None:
             row = addresses.holder(view, kind, value)
-            return row if row is not None and row.external_ids.get(K_UID) != pod.uid else None
+            return row if row is not None and cell(row, "external_ids").get(K_UID) != pod.uid else None
         return scan_holder(view, kind, value, pod.uid, switch)
 
-    problems, items, verify, wanted = [], [], {}, {}
+    problems, items, wanted = [], [], {}
     networks = {}
     for request in requests:
         if request.network not in networks:
-            networks[request.network] = vn.read_network(view, request.network)
+            networks[request.network] = _network(view, request.network)
         network = networks[request.network]
         if network is None:
             problems.append((UNKNOWN_NETWORK, "%s.name: network %r does not exist" % (
@@ -100,7 +117,7 @@ def plan_pod(view, pod, requests, addresses=None):
         name = pod.port_name(request.interface)
         existing = view.lookup("Logical_Switch_Port", name)
         if existing is not None and not isinstance(existing, (list, NewRow)) and \
-                existing.external_ids.get(K_UID) != pod.uid:
+                cell(existing, "external_ids").get(K_UID) != pod.uid:
             problems.append((CONFLICT, "%s: port %s already exists for %s; it is released first" % (
                 request.where, name, _holder(existing))))
             continue
@@ -116,32 +133,35 @@ def plan_pod(view, pod, requests, addresses=None):
                 problems.append((CONFLICT, "%s.ip_address: %s is already held by %s" % (
                     request.where, request.ip, _holder(port))))
                 continue
-            verify[network.name] = switch
         if request.mac is not None:
             port = holder("mac", request.mac)
             if port is not None:
                 problems.append((CONFLICT, "%s.mac_address: %s is already held by %s" % (
                     request.where, request.mac, _holder(port))))
                 continue
-        if request.ip is None and existing is None:
-            wanted[network.name] = wanted.get(network.name, 0) + 1
-            if free_addresses(view, network, switch) < wanted[network.name]:
-                problems.append((EXHAUSTED, "%s.name: network %s has no free address (%s)" % (
-                    request.where, network.name, pool_usage(view, network, switch))))
-                continue
-        if request.ip is not None:
-            mac = request.mac or addressing.mac_from_name(pod.uid + "/" + request.interface)
-            address = "%s %s" % (mac, request.ip)
-        elif request.mac is not None:
-            address = "%s dynamic" % request.mac
+        mine = existing if existing is not None and not isinstance(existing, (list, NewRow)) else None
+        if request.ip is None and mine is not None and cell(mine, "addresses") and \
+                request.mac in (None, held_addresses(mine)[0]):
+            # the pod's port holds its address (chosen here, or by ovn-northd
+            # for a port of an earlier version): it keeps it
+            texts, security = list(cell(mine, "addresses")), list(cell(mine, "port_security"))
         else:
-            address = "dynamic"
-        item = {"name": name, "switch": network.name, "addresses": [address],
+            ip, mac = request.ip, request.mac or addressing.mac_from_name(pod.uid + "/" + request.interface)
+            ips = [ip]
+            if ip is None:
+                wanted[network.name] = wanted.get(network.name, 0) + 1
+                if free_addresses(view, network, switch) >= wanted[network.name]:
+                    ip = allocate(view, network, switch, addresses)
+                if ip is None:
+                    problems.append((EXHAUSTED, "%s.name: network %s has no free address (%s)" % (
+                        request.where, network.name, pool_usage(view, network, switch))))
+                    continue
+                ips = [ip] + ([addressing.eui64(network.subnet6, mac)] if network.subnet6 is not None else [])
+            texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], port_security_of(mac, ips)
+        item = {"name": name, "switch": network.name, "addresses": texts,
                 "external_ids": pod.marks(request.interface)}
-        if request.ip is not None and not request.ipam:
-            item["port_security"] = ["%s %s %s" % (mac, request.ip, addressing.link_local(mac))]
-        elif existing is not None and not isinstance(existing, (list, NewRow)) and existing.port_security:
-            item["port_security"] = list(existing.port_security)     # set once OVN had assigned
+        if security:
+            item["port_security"] = security
         items.append(item)
     if problems:
         # the Event's reason: the gravest kind among the problems
@@ -149,9 +169,6 @@ def plan_pod(view, pod, requests, addresses=None):
         raise ValidationError([p[1] for p in problems], reason=reason)
     batch = _port_batch(view, items, "replaced")
     if batch.changed:
-        first = next(c for c in batch.plans[0].changes if c.ops)
-        first.ops[:0] = [Op("verify", "Logical_Switch", switch, "ports")
-                         for _name, switch in sorted(verify.items())]
         _follow_taps(view, batch)
     return batch
 
@@ -194,7 +211,7 @@ def _check_static_ip(request, network):
         raise ValidationError("%s: %s is network %s's network address" % (field, request.ip, network.name))
     if request.ip == subnet.broadcast:
         raise ValidationError("%s: %s is network %s's broadcast address" % (field, request.ip, network.name))
-    if request.ip not in addressing.ip_set(subnet, network.exclude_ips):
+    if request.ip not in pool(network):
         raise ValidationError("%s: %s is in network %s's exclude_ips (%s)" % (
             field, request.ip, network.name, " ".join(network.exclude_ips)))
 
@@ -212,7 +229,7 @@ def plan_port_security(view, pod, requests):
         if row is None:
             continue
         wanted = port_security(row)
-        if wanted is not None and sorted(row.port_security) != wanted:
+        if wanted is not None and sorted(cell(row, "port_security")) != wanted:
             items.append({"name": row.name, "switch": request.network, "port_security": wanted})
     return _port_batch(view, items, "merged")
 
@@ -232,8 +249,8 @@ def plan_release(view, namespace, name, keep=None, addresses=None):
         rows = addresses.ports_of(view, namespace, name)
     else:
         rows = [row for row in view.rows("Logical_Switch_Port") if is_pod_port(row)
-                and row.external_ids.get(K_NAMESPACE) == namespace and row.external_ids.get(K_POD) == name]
-    names = sorted(row.name for row in rows if row.external_ids.get(K_UID) != keep)
+                and cell(row, "external_ids").get(K_NAMESPACE) == namespace and cell(row, "external_ids").get(K_POD) == name]
+    names = sorted(row.name for row in rows if cell(row, "external_ids").get(K_UID) != keep)
     return _port_batch(view, [{"name": name} for name in names], "deleted")
 
 
@@ -244,11 +261,11 @@ def starved(view, pod, requests):
     mine = _own_ports(view, pod, requests)
     for request in requests:
         row = mine.get(request.interface)
-        if row is None or request.ip is not None or not row.dynamic_addresses:
+        if row is None or request.ip is not None or not cell(row, "dynamic_addresses"):
             continue
         _mac, ips = held_addresses(row)
         if not any(ip.version == 4 for ip in ips):
-            network = vn.read_network(view, request.network)
+            network = _network(view, request.network)
             switch = view.lookup("Logical_Switch", request.network)
             return "%s.name: network %s has no free address (%s)" % (
                 request.where, request.network, pool_usage(view, network, switch) if network else "gone")
@@ -321,7 +338,7 @@ def interface_list(view, pod, requests):
     entries = []
     for request in requests:
         row = mine.get(request.interface)
-        network = vn.read_network(view, request.network)
+        network = _network(view, request.network)
         if row is None or network is None:
             return None
         mac, ips = held_addresses(row)
@@ -347,6 +364,6 @@ def pod_annotations(view, pod, requests, entries=None):
     out = annotations.output_annotations([e for e, r in zip(entries, requests) if not r.ipam])
     for entry, request in zip(entries, requests):
         if request.ipam:
-            network = vn.read_network(view, request.network)
+            network = _network(view, request.network)
             out.update(annotations.provider_annotations(request.provider, entry, network.subnet))
     return out

@@ -201,6 +201,24 @@ def link_local(mac):
     return str(netaddr.EUI(mac).ipv6_link_local())
 
 
+def eui64(subnet6, mac):
+    """The address of ``mac`` in the /64 ``subnet6`` by its modified
+    EUI-64, as ovn-northd and SLAAC make it."""
+    return netaddr.EUI(mac).ipv6(subnet6.first)
+
+
+def pool_order(subnet, pool, after=None):
+    """The addresses of ``pool`` (an ``IPSet`` inside ``subnet``), from the
+    one after ``after`` (an int; the start when None) upwards, wrapping
+    round once."""
+    first, size = subnet.first, subnet.size
+    start = after - first if after is not None else -1
+    for step in range(1, size + 1):
+        ip = netaddr.IPAddress(first + (start + step) % size, subnet.version)
+        if ip in pool:
+            yield ip
+
+
 def host(subnet, index):
     """The ``index``-th host address of ``subnet`` (1 is the first)."""
     return subnet.network + index

@@ -136,6 +136,9 @@ class Watcher:
         self.tombstones = {}        # uid -> when its pod was seen deleted (monotonic)
         self.reported = {}          # key -> {reason: (uid, message)} posted as Events
         self.exhausted = set()      # keys waiting for an address to free
+        # key -> (uid, annotations) of a pod served, as it reads once served:
+        # its next event (our own patch, a status) with the same is no work
+        self.served_as = {}
         self.pending = {}           # key -> since when it waits for OVN's dynamic address
         self.pod_watch = kube.ListWatch(
             "pods", self.resync, self.core.list_pod_for_all_namespaces, self.observe, self.stopping,
@@ -211,8 +214,9 @@ class Watcher:
 
     def _nb_changed(self, event, row):
         """In the IDL's thread: wake the keys that wait on the NB. A pod
-        port's dynamic address arrived; or a pod port went, so an address
-        may have freed for the keys waiting on a full network."""
+        port that waits came or changed (ovn-northd gave it its address);
+        or a pod port went, so an address may have freed for the keys
+        waiting on a full network."""
         if row._table.name == "Logical_Router_Policy":
             self.chains.nb_changed(event, row)
             return
@@ -223,12 +227,15 @@ class Watcher:
         if row._table.name != "Logical_Switch_Port" or not pod_ports.is_pod_port(row):
             return
         if event == "delete":
+            ids = row.external_ids
+            self.served_as.pop(key_of(ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD)), None)
             for key in list(self.exhausted):
                 self.queue.add(key)
             return
         ids = row.external_ids
         key = key_of(ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD))
-        if key in self.pending and row.dynamic_addresses:
+        self.served_as.pop(key, None)
+        if key in self.pending:
             self.queue.add(key)
 
     def _work(self):
@@ -253,6 +260,8 @@ class Watcher:
         pod = self._live(key)
         namespace, name = key.split("/", 1)
         uid = pod.metadata.uid if pod is not None else None
+        if uid is not None and self.served_as.get(key) == (uid, pod.metadata.annotations or {}):
+            return      # served as it is, and neither the NB nor a resync said otherwise since
         # a transaction only when there is something to release: most
         # events (a new pod, a served pod's own patch, a resync) have none
         if self.nb.read(lambda _idl: self.addresses.holds_others(namespace, name, uid)):
@@ -284,21 +293,21 @@ class Watcher:
         meta = pod.metadata
         owner = pod_ports.Pod(meta.namespace, meta.name, meta.uid)
 
-        def done(idl):
+        def state(idl):
+            """What to write on the pod (None while an address is not
+            there), whether its ports honour the request, and whether they
+            have their port security."""
             view = View(idl)
             entries = pod_ports.interface_list(view, owner, requests)
-            if not entries or not pod_ports.matches_requests(entries, requests) or \
-                    not pod_ports.secured(view, owner, requests):
-                return None
-            return pod_ports.pod_annotations(view, owner, requests, entries)
+            if not entries:
+                return None, False, False
+            return (pod_ports.pod_annotations(view, owner, requests, entries),
+                    pod_ports.matches_requests(entries, requests), pod_ports.secured(view, owner, requests))
 
-        patch = self.nb.read(done)
-        if patch and all(found.get(k) == v for k, v in patch.items()):
-            self._served(key)
+        patch, right, secured = self.nb.read(state)
+        if patch and right and secured and all(found.get(k) == v for k, v in patch.items()):
+            self._served(key, (meta.uid, found))
             return      # already done, as the MODIFIED event of our own patch shows
-        # awaited before the ports exist: northd may answer before this
-        # worker looks, and the NB listener must know to queue the key then
-        self.pending.setdefault(key, time.monotonic())
         try:
             # a port gone from under a served pod is made with the addresses it was told
             self._execute(lambda view: pod_ports.plan_pod(
@@ -308,16 +317,24 @@ class Watcher:
             self._refuse(key, pod, exc.reason, str(exc))
             return
         self.exhausted.discard(key)
-        patch = self.nb.read(lambda idl: pod_ports.pod_annotations(View(idl), owner, requests))
+        patch, _right, secured = self.nb.read(state)
         if patch is None:
-            self._await_address(key, pod, owner, requests)
-            return
-        # port security before the pod is told its interfaces: it never
-        # sends a packet from a port that would take another's address
-        self._execute(lambda view: pod_ports.plan_port_security(view, owner, requests))
+            # a port ovn-northd addresses (made by an earlier version) waits
+            # for it; the NB listener queues the key when the address comes,
+            # and a look after the mark catches one that came before it
+            self.pending.setdefault(key, time.monotonic())
+            patch, _right, secured = self.nb.read(state)
+            if patch is None:
+                self._await_address(key, pod, owner, requests)
+                return
+        if not secured:
+            # port security before the pod is told its interfaces: it never
+            # sends a packet from a port that would take another's address
+            # (a new port has it from the start)
+            self._execute(lambda view: pod_ports.plan_port_security(view, owner, requests))
         if any(found.get(k) != v for k, v in patch.items()):
             self.writer.patch(meta, {"metadata": {"annotations": patch}})
-        self._served(key)
+        self._served(key, (meta.uid, dict(found, **patch)))
         LOG.info("pod %s: %s", key, ", ".join(
             "%s=%s" % (e["interface"], e["ip_address"])
             for e in annotations.parse_iface_list(patch[annotations.IFACE_LIST])) or "addresses for other CNIs")
@@ -346,13 +363,17 @@ class Watcher:
             self.exhausted.add(key)
         self.report(pod, reason or pod_ports.INVALID, message)
 
-    def _served(self, key):
+    def _served(self, key, served=None):
         """The pod is served: what was reported of its failures may be
-        reported again should they recur (a warning stays said)."""
+        reported again should they recur (a warning stays said). With
+        ``served``, (its UID, its annotations once served): an event that
+        brings no other is no work."""
         self.pending.pop(key, None)
         self.exhausted.discard(key)
         with self.lock:
             pod = self.cache.get(key)
+        if served is not None:
+            self.served_as[key] = served
         # its addresses are known (or gone): the Services that select it
         if pod is not None:
             self.services.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
@@ -362,6 +383,7 @@ class Watcher:
             self.reported[key] = dict((r, v) for r, v in said.items() if r == IGNORED)
 
     def _forget(self, key):
+        self.served_as.pop(key, None)
         self._served(key)
         self.reported.pop(key, None)
         self.queue.forget(key)
@@ -400,6 +422,7 @@ class Watcher:
             self.cache = fresh
             horizon = now - max(600, 2 * self.config.resync_seconds)
             self.tombstones = dict((u, t) for u, t in self.tombstones.items() if t > horizon)
+        self.served_as = {}         # every pod is checked against the NB again
         owned = self.nb.read(lambda idl: pod_ports.owned_pods(View(idl)))
         gone = [owner for uid, owner in owned.items() if uid not in live]
         for owner in gone:
