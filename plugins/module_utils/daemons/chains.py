@@ -26,6 +26,7 @@ from ..common.errors import Ovn4nfvError
 from ..common.naming import OWNER_KEY, OWNER_VALUE
 from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
+from ..ovsdb.view import cell
 from . import kube
 from .services import is_ready
 
@@ -41,7 +42,7 @@ def chain_names(idl):
         if row.external_ids.get(OWNER_KEY) == OWNER_VALUE and row.external_ids.get(chains.K_CHAIN):
             names.add(row.external_ids[chains.K_CHAIN])
     for row in idl.tables["Logical_Switch_Port"].rows.values():
-        names.update(n for n in (row.external_ids.get(K_CHAIN_FUNCTION) or "").split(",") if n)
+        names.update(n for n in (cell(row, "external_ids").get(K_CHAIN_FUNCTION) or "").split(",") if n)
     return names
 
 
