@@ -68,6 +68,7 @@ class Cluster:
 
     def start(self):
         env = dict(os.environ, PYTHONPATH=self.collections)
+        self.started = time.monotonic()     # when the watcher's process was started
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.watcher",
              "--config", self.config], env=env, stdout=self.log, stderr=self.log)
