@@ -670,9 +670,19 @@ def deletion_check():
     finally:
         run_pods(sorted(set(node for node, _pod in gone)))
     _s, _r, back = playbook("verify.yml", *verify_vars(), check=False)
-    return {"service": [r for r in matrix(deleted, "service") if " deleted " in r],
-            "chain": [r for r in matrix(deleted, "chain") if " closed:" in r]
-            + [r.replace(" crossed ", " mended, crossed ", 1) for r in matrix(back, "chain") if " crossed " in r]}
+    for name, proc in (("verify-deleted", deleted), ("verify-back", back)):
+        with open(os.path.join(STATE, name + ".log"), "w") as handle:
+            handle.write(proc.stdout)
+    service = [r for r in matrix(deleted, "service") if " deleted " in r]
+    closed = [r for r in matrix(deleted, "chain") if " closed:" in r]
+    mended = [r.replace(" crossed ", " mended, crossed ", 1) for r in matrix(back, "chain") if " crossed " in r]
+    # a row verify.yml did not print is a check that did not pass
+    return {"service": service or ["FAIL service: no row for the deleted backend in %s" % (
+                os.path.join(STATE, "verify-deleted.log"))],
+            "chain": (closed or ["FAIL chain: no closed row with the function deleted in %s" % (
+                os.path.join(STATE, "verify-deleted.log"))])
+            + (mended or ["FAIL chain: no crossed row once the function was back in %s" % (
+                os.path.join(STATE, "verify-back.log"))])}
 
 
 def run_all():
