@@ -65,6 +65,20 @@ def test_static_and_dynamic_interfaces(nb, sandbox):
     assert not ports["default_web_net0"]["dynamic_addresses"]
 
 
+def test_a_pod_made_again_on_its_address_keeps_its_mac(nb):
+    """The MAC comes from the address (0a:58 and its four bytes): a pod
+    deleted and made again (a new UID) gets the lowest free address, its
+    old one, and the same MAC, so its peers' neighbour entries stay right.
+    A static address without a MAC gets the same rule."""
+    reqs = requests({"name": "net1", "interface": "net0"}, {"name": "net2", "interface": "net1",
+                                                            "ip_address": "172.16.2.40"})
+    first = attach(nb, pod_ports.Pod("default", "fwd", "uid-1"), reqs)
+    assert first[0]["mac_address"] == "0a:58:ac:10:01:0a" and first[1]["mac_address"] == "0a:58:ac:10:02:28"
+    detach(nb, "uid-1")
+    again = attach(nb, pod_ports.Pod("default", "fwd", "uid-2"), reqs)
+    assert again == first
+
+
 def test_a_port_ovn_northd_addressed_keeps_its_address(nb, sandbox):
     """A port an earlier version made with ``dynamic`` (ovn-northd chose its
     address) is left as it is: the pod keeps what it was told."""

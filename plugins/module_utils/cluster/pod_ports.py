@@ -83,10 +83,10 @@ def plan_pod(view, pod, requests, addresses=None):
 
     Every request is checked against its network first; a static IP or MAC
     that another pod holds is refused, naming the holder. A request without
-    an IP gets the network's next free address (:func:`allocate`; a MAC
-    derived from the pod's UID and interface unless it asked for one, and
-    on a dual-stack network the IPv6 address ovn-northd would give that
-    MAC), and every new port carries its port security from the start.
+    an IP gets the network's lowest free address (:func:`allocate`, and on
+    a dual-stack network the IPv6 address ovn-northd would give its MAC); a
+    request without a MAC gets one derived from its IP (:func:`_mac_for`);
+    and every new port carries its port security from the start.
     ``addresses``, an :class:`AddressIndex`, makes the checks lookups
     instead of scans.
 
@@ -146,8 +146,7 @@ def plan_pod(view, pod, requests, addresses=None):
             # for a port of an earlier version): it keeps it
             texts, security = list(cell(mine, "addresses")), list(cell(mine, "port_security"))
         else:
-            ip, mac = request.ip, request.mac or addressing.mac_from_name(pod.uid + "/" + request.interface)
-            ips = [ip]
+            ip = request.ip
             if ip is None:
                 wanted[network.name] = wanted.get(network.name, 0) + 1
                 if free_addresses(view, network, switch) >= wanted[network.name]:
@@ -156,7 +155,10 @@ def plan_pod(view, pod, requests, addresses=None):
                     problems.append((EXHAUSTED, "%s.name: network %s has no free address (%s)" % (
                         request.where, network.name, pool_usage(view, network, switch))))
                     continue
-                ips = [ip] + ([addressing.eui64(network.subnet6, mac)] if network.subnet6 is not None else [])
+            mac = request.mac or _mac_for(view, pod, request, ip, holder)
+            ips = [ip]
+            if request.ip is None and network.subnet6 is not None:
+                ips.append(addressing.eui64(network.subnet6, mac))
             texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], port_security_of(mac, ips)
         item = {"name": name, "switch": network.name, "addresses": texts,
                 "external_ids": pod.marks(request.interface)}
@@ -171,6 +173,19 @@ def plan_pod(view, pod, requests, addresses=None):
     if batch.changed:
         _follow_taps(view, batch)
     return batch
+
+
+def _mac_for(view, pod, request, ip, holder):
+    """The MAC of a port that asked for none: derived from its address, so
+    that a pod made again on the same address keeps it; from the pod's
+    UID and interface should another port hold that one already, or a port
+    this batch plans."""
+    mac = addressing.mac_from_ip(ip)
+    planned = set(text.split()[0] for values in view.planned("Logical_Switch_Port")
+                  for text in values.get("addresses") or () if text.split())
+    if holder("mac", mac) is not None or mac in planned:
+        return addressing.mac_from_name(pod.uid + "/" + request.interface)
+    return mac
 
 
 def _follow_taps(view, batch):

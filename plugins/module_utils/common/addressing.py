@@ -196,6 +196,15 @@ def mac_from_name(name):
     return ":".join("%02x" % o for o in digest)
 
 
+def mac_from_ip(ip):
+    """A locally administered, unicast MAC derived from ``ip``: ``0a:58``
+    and the address's last four bytes, as ovn-kubernetes derives a pod's.
+    A pod made again on the same address has the same MAC, so its peers'
+    neighbour entries for that address stay right."""
+    value = int(ip) & 0xFFFFFFFF
+    return "0a:58:" + ":".join("%02x" % ((value >> shift) & 0xFF) for shift in (24, 16, 8, 0))
+
+
 def link_local(mac):
     """The IPv6 link-local address a kernel derives from ``mac`` (EUI-64)."""
     return str(netaddr.EUI(mac).ipv6_link_local())
