@@ -677,12 +677,10 @@ def deletion_check():
     closed = [r for r in matrix(deleted, "chain") if " closed:" in r]
     mended = [r.replace(" crossed ", " mended, crossed ", 1) for r in matrix(back, "chain") if " crossed " in r]
     # a row verify.yml did not print is a check that did not pass
-    return {"service": service or ["FAIL service: no row for the deleted backend in %s" % (
-                os.path.join(STATE, "verify-deleted.log"))],
-            "chain": (closed or ["FAIL chain: no closed row with the function deleted in %s" % (
-                os.path.join(STATE, "verify-deleted.log"))])
-            + (mended or ["FAIL chain: no crossed row once the function was back in %s" % (
-                os.path.join(STATE, "verify-back.log"))])}
+    missing = "FAIL %s: no %s row in " + os.path.join(STATE, "%s.log")
+    return {"service": service or [missing % ("service", "deleted backend", "verify-deleted")],
+            "chain": (closed or [missing % ("chain", "closed", "verify-deleted")])
+            + (mended or [missing % ("chain", "crossed", "verify-back")])}
 
 
 def run_all():

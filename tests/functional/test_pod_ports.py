@@ -84,9 +84,9 @@ def test_a_port_ovn_northd_addressed_keeps_its_address(nb, sandbox):
     address) is left as it is: the pod keeps what it was told."""
     pod = pod_ports.Pod("default", "old", "uid-old")
     reqs = requests({"name": "net1", "interface": "net0"})
-    execute(nb, lambda v: pod_ports._port_batch(v, [{"name": pod.port_name("net0"), "switch": "net1",
-                                                      "addresses": ["dynamic"],
-                                                      "external_ids": pod.marks("net0")}], "merged"), write=True)
+    legacy = {"name": pod.port_name("net0"), "switch": "net1", "addresses": ["dynamic"],
+              "external_ids": pod.marks("net0")}
+    execute(nb, lambda v: pod_ports._port_batch(v, [legacy], "merged"), write=True)
     [entry] = nb.wait_for(lambda idl: pod_ports.interface_list(View(idl), pod, reqs), 10)
     plan = execute(nb, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
     assert not plan.changed
