@@ -17,12 +17,9 @@ def cell(row, column):
     and map it is asked for into Python, back into its own form with
     every constraint checked, and into Python again (measured: three
     quarters of what reading a network's settings cost)."""
-    attrs = row.__dict__
-    data = attrs.get("_data")
-    if data and not attrs.get("_changes") and not attrs.get("_mutations"):
-        datum = data.get(column)
-        if datum is not None:
-            return datum.to_python(row._uuid_to_row)
+    datum = _as_sent(row, column)
+    if datum is not None:
+        return datum.to_python(row._uuid_to_row)
     return getattr(row, column)
 
 
@@ -36,16 +33,22 @@ def column_value(row, column):
     return value
 
 
-def _sent(row, column):
-    """The atoms of ``row``'s set ``column`` as the server sent them (a
-    python-ovs row with no change pending), else None."""
+def _as_sent(row, column):
+    """``row``'s datum of ``column`` as the server sent it (a python-ovs
+    row with no change pending), else None."""
     if isinstance(row, NewRow):
         return None
     attrs = row.__dict__
     data = attrs.get("_data")
-    if not data or column not in data or attrs.get("_changes") or attrs.get("_mutations"):
+    if not data or attrs.get("_changes") or attrs.get("_mutations"):
         return None
-    return data[column].values
+    return data.get(column)
+
+
+def _sent(row, column):
+    """The atoms of ``row``'s set ``column`` as the server sent it, else None."""
+    datum = _as_sent(row, column)
+    return datum.values if datum is not None else None
 
 
 class View:
