@@ -24,7 +24,8 @@ from ..resources.nb_switches import LogicalSwitchPort
 from . import annotations, networks as vn, taps as remote_taps
 from .pod_addresses import (
     K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, allocate, held_addresses, scan_holder,
-    free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
+    free_addresses, is_pod_port, planned_addresses, pool, pool_usage, port_security,
+    security as port_security_of)
 
 # Why a request was refused: the Event reasons, gravest first.
 INVALID = "InvalidNetworkRequest"
@@ -105,11 +106,8 @@ def plan_pod(view, pod, requests, addresses=None):
         return scan_holder(view, kind, value, pod.uid, switch)
 
     problems, items, wanted = [], [], {}
-    networks = {}
     for request in requests:
-        if request.network not in networks:
-            networks[request.network] = _network(view, request.network)
-        network = networks[request.network]
+        network = _network(view, request.network)
         if network is None:
             problems.append((UNKNOWN_NETWORK, "%s.name: network %r does not exist" % (
                 request.where, request.network)))
@@ -181,9 +179,7 @@ def _mac_for(view, pod, request, ip, holder):
     UID and interface should another port hold that one already, or a port
     this batch plans."""
     mac = addressing.mac_from_ip(ip)
-    planned = set(text.split()[0] for values in view.planned("Logical_Switch_Port")
-                  for text in values.get("addresses") or () if text.split())
-    if holder("mac", mac) is not None or mac in planned:
+    if holder("mac", mac) is not None or mac in planned_addresses(view)[0]:
         return addressing.mac_from_name(pod.uid + "/" + request.interface)
     return mac
 
