@@ -271,17 +271,6 @@ def pool(network):
     return _POOLS[key]
 
 
-def planned_addresses(view):
-    """(MACs, IPs) the ports this view's batch creates so far hold."""
-    macs, ips = set(), set()
-    for values in view.planned("Logical_Switch_Port"):
-        for text in values.get("addresses") or ():
-            mac, held = _parsed(text)
-            macs.add(mac)
-            ips.update(held)
-    return macs, ips
-
-
 def allocate(view, network, switch, index=None):
     """The lowest free IPv4 address of ``network`` for a new port, as
     ovn-northd would hand it out, or None when the pool has none: one that
@@ -296,14 +285,15 @@ def allocate(view, network, switch, index=None):
     for northd's next run."""
     held = index.by_ip if index is not None else view.cached(("held", network.name), lambda: set(
         ip for row in (switch.ports if switch is not None else []) for ip in held_addresses(row)[1]))
-    planned = planned_addresses(view)[1]
+    planned = set(word for values in view.planned("Logical_Switch_Port")
+                  for text in values.get("addresses") or () for word in text.split()[1:])
     cursors = index.cursors if index is not None else {}
     advancing = True
     for ip in addressing.pool_order(network.subnet, pool(network), cursors.get(network.subnet)):
         if ip in held:
             if advancing:
                 cursors[network.subnet] = int(ip)
-        elif ip in planned:
+        elif str(ip) in planned:
             advancing = False
         else:
             return ip

@@ -24,8 +24,7 @@ from ..resources.nb_switches import LogicalSwitchPort
 from . import annotations, networks as vn, taps as remote_taps
 from .pod_addresses import (
     K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, allocate, held_addresses, scan_holder,
-    free_addresses, is_pod_port, planned_addresses, pool, pool_usage, port_security,
-    security as port_security_of)
+    free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
 
 # Why a request was refused: the Event reasons, gravest first.
 INVALID = "InvalidNetworkRequest"
@@ -179,7 +178,9 @@ def _mac_for(view, pod, request, ip, holder):
     UID and interface should another port hold that one already, or a port
     this batch plans."""
     mac = addressing.mac_from_ip(ip)
-    if holder("mac", mac) is not None or mac in planned_addresses(view)[0]:
+    planned = set(text.split()[0] for values in view.planned("Logical_Switch_Port")
+                  for text in values.get("addresses") or () if text.split())
+    if holder("mac", mac) is not None or mac in planned:
         return addressing.mac_from_name(pod.uid + "/" + request.interface)
     return mac
 
