@@ -8,10 +8,13 @@ import socket
 import subprocess
 import threading
 import time
+import types
 
 import pytest
+from ovs import poller
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import transaction
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import DatabaseUnreachable, ValidationError
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import reconcile
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.operations import render_ops
@@ -304,3 +307,51 @@ def test_a_listener_waits_for_northd_to_make_nb_global(tmp_path):
         listeners = subprocess.run(["ovn-nbctl", "--db=" + remote, "get-connection"], check=True,
                                    stdout=subprocess.PIPE, universal_newlines=True, timeout=30).stdout
         assert listeners.split() == ["pssl:6641:127.0.0.1"]
+
+
+def test_a_reply_taken_in_by_the_connection_thread_wakes_its_caller(sandbox, monkeypatch):
+    """Transactions run in their callers' threads (ovsdb/transaction.py)
+    while the connection's thread takes the server's updates in. Here the
+    caller is made late on purpose: after it lets the lock go, it waits
+    until the connection's thread has taken the server's answer in, and
+    only then sleeps until the socket has something. Nothing more comes,
+    so the caller must be woken another way, or it sleeps until its
+    timeout (600 s here: a caller still waiting after a minute was not
+    woken). The NB, read from outside, holds every switch."""
+    outcome = []
+    with connect(sandbox.nb_db, "Logical_Switch", timeout=600) as db:
+        idl, ran = db.idl, threading.Condition()
+        run = idl.run
+
+        def counted_run():
+            changed = run()
+            with ran:
+                ran.notify_all()
+            return changed
+        monkeypatch.setattr(idl, "run", counted_run)
+
+        class LatePoller(poller.Poller):
+            def block(self):
+                # python-ovs forgets a transaction once its answer is in
+                with ran:
+                    ran.wait_for(lambda: not idl._outstanding_txns, 5)
+                super(LatePoller, self).block()
+
+        monkeypatch.setattr(transaction, "poller", types.SimpleNamespace(Poller=LatePoller, POLLIN=poller.POLLIN))
+
+        def commit():
+            try:
+                for index in range(10):
+                    name = "late%d" % index
+                    db.transact(lambda idl, txn: setattr(txn.insert(idl.tables["Logical_Switch"]), "name", name))
+                outcome.append("done")
+            except Exception as exc:  # noqa: reported below
+                outcome.append(exc)
+
+        thread = threading.Thread(target=commit, daemon=True)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), "a commit was not woken by its answer"
+    assert outcome == ["done"]
+    names = set(row["name"] for row in sandbox.rows("nb", "Logical_Switch"))
+    assert names == set("late%d" % i for i in range(10))

@@ -325,14 +325,31 @@ if HAS_OVSDBAPP:
             self.changed = threading.Condition()
             self.events = 0
             self.listeners = []
+            # a byte for each run while a thread commits (transaction.py)
+            self.committing = 0
+            self.ran_r, self.ran_w = os.pipe()
+            os.set_blocking(self.ran_r, False)
+            os.set_blocking(self.ran_w, False)
 
         def cooperative_yield(self):
             pass
+
+        def close(self):
+            super(_Idl, self).close()
+            if self.ran_r is not None:
+                os.close(self.ran_r)
+                os.close(self.ran_w)
+                self.ran_r = self.ran_w = None
 
         def run(self):
             # a condition the server acknowledged wakes waiters (Database.widen), row or none
             acked = self.cond_seqno
             changed = super(_Idl, self).run()
+            if self.committing:
+                try:
+                    os.write(self.ran_w, b".")
+                except OSError:     # full: the committer has its wake already
+                    pass
             if self.cond_seqno != acked:
                 with self.changed:
                     self.events += 1
