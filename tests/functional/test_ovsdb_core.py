@@ -15,6 +15,7 @@ from ovs import poller
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import transaction
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import NameIndex, View
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import DatabaseUnreachable, ValidationError
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import reconcile
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.operations import render_ops
@@ -355,3 +356,30 @@ def test_a_reply_taken_in_by_the_connection_thread_wakes_its_caller(sandbox, mon
     assert outcome == ["done"]
     names = set(row["name"] for row in sandbox.rows("nb", "Logical_Switch"))
     assert names == set("late%d" % i for i in range(10))
+
+
+def test_names_are_looked_up_in_a_hash_again_after_the_server_restarts(sandbox):
+    """python-ovs makes a new set of rows, without the name index, when a
+    restarted server sends the whole database again. The next lookup makes
+    the index again from the rows (it would be a scan of every row for
+    every name after that), and it finds what the NB holds, read from
+    outside, switches of the same name included."""
+    sandbox.nbctl("ls-add", "a")
+    with connect(sandbox.nb_db, "Logical_Switch") as db:
+        table = db.idl.tables["Logical_Switch"]
+        before = table.rows
+        sandbox.restart_db("ovnnb_db")
+        assert db.wait_for(lambda idl: idl.tables["Logical_Switch"].rows is not before and
+                           len(idl.tables["Logical_Switch"].rows) == 1, 30), "the IDL did not dump the NB again"
+        assert "name" not in table.rows.indexes, "python-ovs kept its indexes: this test no longer tests anything"
+        sandbox.nbctl("ls-add", "b", "--", "--may-exist", "ls-add", "c")
+        sandbox.nbctl("create", "Logical_Switch", "name=c")
+        assert db.wait_for(lambda idl: len(idl.tables["Logical_Switch"].rows) == 4, 30)
+        found = db.read(lambda idl: dict((name, View(idl).lookup("Logical_Switch", name)) for name in "abcd"))
+        assert isinstance(table.rows.indexes.get("name"), NameIndex)
+    held = dict((row["name"], []) for row in sandbox.rows("nb", "Logical_Switch"))
+    for row in sandbox.rows("nb", "Logical_Switch"):
+        held[row["name"]].append(row["_uuid"])
+    assert str(found["a"].uuid) == held["a"][0] and str(found["b"].uuid) == held["b"][0]
+    assert sorted(str(row.uuid) for row in found["c"]) == sorted(held["c"]) and len(held["c"]) == 2
+    assert found["d"] is None
