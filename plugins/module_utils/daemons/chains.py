@@ -68,7 +68,7 @@ class Chains:
         self.queue.shutdown()
 
     def nb_changed(self, event, row):
-        """In the IDL's thread: a chain's policy came, went or changed."""
+        """Where the NB's updates are taken in: a chain's policy came, went or changed."""
         ids = getattr(row, "external_ids", None) or {}
         if ids.get(chains.K_CHAIN):
             with self.lock:

@@ -213,10 +213,10 @@ class Watcher:
         self.chains.pods_changed()
 
     def _nb_changed(self, event, row):
-        """In the IDL's thread: wake the keys that wait on the NB. A pod
-        port that waits came or changed (ovn-northd gave it its address);
-        or a pod port went, so an address may have freed for the keys
-        waiting on a full network."""
+        """Where the NB's updates are taken in: wake the keys that wait on
+        the NB. A pod port that waits came or changed (ovn-northd gave it
+        its address); or a pod port went, so an address may have freed for
+        the keys waiting on a full network."""
         if row._table.name == "Logical_Router_Policy":
             self.chains.nb_changed(event, row)
             return

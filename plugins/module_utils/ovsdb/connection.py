@@ -7,8 +7,9 @@ A :class:`Database` fetches the schema from the server within the timeout,
 monitors only the tables its caller names, keeps the IDL running in
 ovsdbapp's connection thread, and offers two things: :meth:`Database.read`
 (a consistent look at the cache) and :meth:`Database.transact` (one
-transaction built by a function that runs against the current cache, so
-that ovsdbapp may re-run it when the server answers ``try again``).
+transaction, committed in the caller's thread, built by a function that
+runs against the current cache and again when the server answers ``try
+again``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,7 +24,7 @@ import threading
 import time
 
 from ..common.errors import DatabaseUnreachable, TransactionFailed, ValidationError
-from .transaction import FunctionCommand, Transaction
+from .transaction import FunctionCommand, RunSignal, Transaction
 from .view import NameIndex
 
 try:
@@ -326,31 +327,20 @@ if HAS_OVSDBAPP:
             self.changed = threading.Condition()
             self.events = 0
             self.listeners = []
-            # a byte for each run while a thread commits (transaction.py)
-            self.committing = 0
-            self.ran_r, self.ran_w = os.pipe()
-            os.set_blocking(self.ran_r, False)
-            os.set_blocking(self.ran_w, False)
+            self.ran = RunSignal()      # wakes a committing thread (transaction.py)
 
         def cooperative_yield(self):
             pass
 
         def close(self):
             super(_Idl, self).close()
-            if self.ran_r is not None:
-                os.close(self.ran_r)
-                os.close(self.ran_w)
-                self.ran_r = self.ran_w = None
+            self.ran.close()
 
         def run(self):
             # a condition the server acknowledged wakes waiters (Database.widen), row or none
             acked = self.cond_seqno
             changed = super(_Idl, self).run()
-            if self.committing:
-                try:
-                    os.write(self.ran_w, b".")
-                except OSError:     # full: the committer has its wake already
-                    pass
+            self.ran.signal()
             if self.cond_seqno != acked:
                 with self.changed:
                     self.events += 1
@@ -429,7 +419,7 @@ class Database:
         return self.idl.tables
 
     def read(self, function):
-        """Call ``function(idl)`` while the IDL thread is held still."""
+        """Call ``function(idl)`` while the cache is held still."""
         with self._connection.lock:
             return function(self.idl)
 
@@ -469,7 +459,8 @@ class Database:
     def add_listener(self, listener):
         """Call ``listener(event, row)`` for every row the server creates,
         updates or deletes (``event`` is ``create``, ``update`` or
-        ``delete``), in the IDL's thread, with the cache held still."""
+        ``delete``), in the thread that takes the update in (the connection's,
+        or one committing), with the cache held still: never wait there."""
         with self._connection.lock:
             self.idl.listeners.append(listener)
 

@@ -105,7 +105,7 @@ class Transaction(_TransactionBase):
 
     def _commit_block(self, idl, txn, deadline):
         lock = self.ovsdb_connection.lock
-        idl.committing += 1
+        idl.ran.committing += 1
         try:
             while True:
                 status = txn.commit()
@@ -113,13 +113,13 @@ class Transaction(_TransactionBase):
                 if status != txn.INCOMPLETE or remaining <= 0:
                     return status
                 idl.run()
-                _drain(idl.ran_r)
+                idl.ran.drain()
                 wake = poller.Poller()
                 idl.wait(wake)
                 txn.wait(wake)
                 # the connection's thread may take the reply in once the
-                # lock is free: its run writes a byte, and this wakes
-                wake.fd_wait(idl.ran_r, poller.POLLIN)
+                # lock is free: its run signals, and this wakes
+                wake.fd_wait(idl.ran.fd, poller.POLLIN)
                 wake.timer_wait(int(remaining * 1000) + 1)
                 lock.release()
                 try:
@@ -127,12 +127,36 @@ class Transaction(_TransactionBase):
                 finally:
                     lock.acquire()
         finally:
-            idl.committing -= 1
+            idl.ran.committing -= 1
 
 
-def _drain(fd):
-    try:
-        while os.read(fd, 4096):
+class RunSignal:
+    """A pipe that gets a byte each time the IDL runs while a thread
+    commits (``committing``): what wakes a committing thread whose reply
+    another thread took in, as its socket will not."""
+
+    def __init__(self):
+        self.committing = 0
+        self.fd, self._write = os.pipe()
+        os.set_blocking(self.fd, False)
+        os.set_blocking(self._write, False)
+
+    def signal(self):
+        if self.committing:
+            try:
+                os.write(self._write, b".")
+            except OSError:     # full: the committing thread has its wake already
+                pass
+
+    def drain(self):
+        try:
+            while os.read(self.fd, 4096):
+                pass
+        except BlockingIOError:
             pass
-    except BlockingIOError:
-        pass
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            os.close(self._write)
+            self.fd = self._write = None
