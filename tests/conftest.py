@@ -6,6 +6,7 @@ a symlink in a temporary directory, so that tests, ``ansible-playbook`` and
 """
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -38,7 +39,10 @@ def sandbox():
 
 
 def pytest_sessionfinish(session, exitstatus):
+    # the link first, so that nothing can follow it into the tree; then the
+    # directories (each pytest process, xdist's workers too, made its own)
     try:
         os.unlink(os.path.join(COLLECTIONS, "ansible_collections", "ovn4nfv", "k8s"))
     except OSError:
         pass
+    shutil.rmtree(COLLECTIONS, ignore_errors=True)
