@@ -25,7 +25,6 @@ import time
 
 from ..common.errors import DatabaseUnreachable, TransactionFailed, ValidationError
 from .transaction import FunctionCommand, RunSignal, Transaction
-from .view import NameIndex
 
 try:
     from ovs import jsonrpc, poller, stream
@@ -393,9 +392,6 @@ class Database:
         # one, talk to that server whatever its role: a follower forwards
         # writes to the leader, and there is no other server to move to.
         self.idl = _Idl(",".join(parts), helper, leader_only=len(parts) > 1)
-        # Look rows up by name in a hash instead of scanning (View.lookup).
-        for table in tables:
-            NameIndex.of(self.idl.tables[table])
         for table, condition in sorted((where or {}).items()):
             self.idl.cond_change(table, condition)     # sent with the first monitor request
         remaining = max(deadline - time.monotonic(), 0.1)

@@ -25,9 +25,9 @@ def cell(row, column):
 
 class NameIndex:
     """A table's rows by ``name``, in a hash: what python-ovs calls an
-    index (``rows.indexes["name"]``), with its hooks (``add``, ``remove``,
-    ``clear``, ``irange``, ``columns``), so that it keeps it as it keeps its
-    own. Its own is a sorted list ordered by a comparison function written
+    index (``rows.indexes["name"]``), with the hooks python-ovs calls
+    (``add``, ``remove``, ``clear``, ``columns``) and ``irange``, so that
+    it keeps it as it keeps its own. Its own is a sorted list ordered by a comparison function written
     in Python: a lookup among 3,000 ports was about a dozen Python calls
     (14 us), and so was every port a transaction inserts, three times (in
     the transaction, out of it when the transaction ends, and in again
@@ -38,9 +38,9 @@ class NameIndex:
     @classmethod
     def of(cls, table):
         """``table``'s name index, or None if it has no ``name`` column.
-        Made (from the rows) where python-ovs dropped it: it makes a new
-        set of rows, without indexes, when a reconnection dumps the
-        database again."""
+        Made from the rows on first use, and again where python-ovs
+        dropped it: it makes a new set of rows, without indexes, when a
+        reconnection dumps the database again."""
         if "name" not in table.columns:
             return None
         index = table.rows.indexes.get("name")
@@ -83,13 +83,10 @@ class NameIndex:
         return [rows[uuid] for uuid in self.uuids.get(name, ()) if uuid in rows]
 
     def irange(self, start, end):
+        # python-ovs's index_equal and ovsdbapp's index_lookup_all ask this way
         if start.name != end.name:
             raise NotImplementedError("a name index finds one name, not a range")
         return iter(self.equal(start.name))
-
-    def __iter__(self):
-        rows = self.table.rows
-        return iter([rows[uuid] for name in sorted(self.uuids) for uuid in self.uuids[name] if uuid in rows])
 
 
 class _NameColumn:
