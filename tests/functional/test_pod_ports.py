@@ -1,5 +1,7 @@
 """A pod's interfaces as OVN ports, against a real NB with ovn-northd."""
 
+import os
+
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
@@ -63,6 +65,29 @@ def test_static_and_dynamic_interfaces(nb, sandbox):
     assert ports["default_web_net0"]["port_security"] == "%s 172.16.1.10 %s" % (mac, addressing.link_local(mac)), \
         "set in the transaction that makes the port"
     assert not ports["default_web_net0"]["dynamic_addresses"]
+
+
+def northd_writes(sandbox, port):
+    """The NB transactions ovn-northd made that touched ``port``, read
+    from the database file's log."""
+    log = sandbox.run("ovsdb-tool", "show-log", "-m", os.path.join(sandbox.dir, "ovnnb_db.db"))
+    return [record for record in log.split("\n\n")
+            if '"ovn-northd"' in record.split("\n", 1)[0] and 'Logical_Switch_Port row "%s"' % port in record]
+
+
+def test_a_new_port_is_born_down_so_northd_writes_nothing_back(nb, sandbox):
+    """ovn-northd sets ``up`` on a port that lacks it: one more NB
+    transaction after each of the watcher's, which ovn-northd then
+    computes over again. A pod's port is made with ``up=false``; a port
+    made without it (as ovn-nbctl makes one) shows what that costs."""
+    pod = pod_ports.Pod("default", "down", "uid-down")
+    attach(nb, pod, requests({"name": "net1", "interface": "net0"}))
+    sandbox.nbctl("lsp-add", "net2", "made-by-hand")
+    sandbox.nbctl("--wait=sb", "sync")
+    ports = dict((p["name"], p) for p in sandbox.rows("nb", "Logical_Switch_Port"))
+    assert ports["default_down_net0"]["up"] is False and ports["made-by-hand"]["up"] is False
+    assert northd_writes(sandbox, "made-by-hand"), "ovn-northd wrote up=false on the port made without it"
+    assert northd_writes(sandbox, "default_down_net0") == []
 
 
 def test_a_pod_made_again_on_its_address_keeps_its_mac(nb):
