@@ -90,6 +90,25 @@ def test_a_new_port_is_born_down_so_northd_writes_nothing_back(nb, sandbox):
     assert northd_writes(sandbox, "default_down_net0") == []
 
 
+def test_a_network_changed_in_the_nb_is_read_anew(nb, sandbox):
+    """Networks read from their switches are kept while python-ovs holds
+    the same switch row data: a change from the server is read again, by
+    the next pod and by a pod checked again."""
+    pod = pod_ports.Pod("default", "routed", "uid-routed")
+    reqs = requests({"name": "net1", "interface": "net0"})
+    assert attach(nb, pod, reqs)[0]["routes"] == [{"dst": "10.20.0.0/16", "gw": "172.16.1.1"}]
+    execute(nb, lambda v: vn.plan_networks(v, [("a", vn.check_format(
+        {"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"],
+         "routes": [{"dst": "10.30.0.0/16", "gw": "172.16.1.254"}]}, "a"))], "merged", "ovn"), write=True)
+    sandbox.nbctl("set", "Logical_Switch", "net2", "other_config:subnet=172.16.4.0/24")
+    assert nb.wait_for(lambda idl: vn.read_network(View(idl), "net2").subnet == addressing.parse_cidr(
+        "172.16.4.0/24", "subnet"), 10), "a change another client made is read"
+    assert nb.read(lambda idl: pod_ports.interface_list(View(idl), pod, reqs))[0]["routes"] == \
+        [{"dst": "10.30.0.0/16", "gw": "172.16.1.254"}]
+    other = pod_ports.Pod("default", "routed2", "uid-routed2")
+    assert attach(nb, other, reqs)[0]["routes"] == [{"dst": "10.30.0.0/16", "gw": "172.16.1.254"}]
+
+
 def test_a_pod_made_again_on_its_address_keeps_its_mac(nb):
     """The MAC comes from the address (0a:58 and its four bytes): a pod
     deleted and made again (a new UID) gets the lowest free address, its

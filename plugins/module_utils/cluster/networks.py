@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import json
 import re
 
@@ -33,7 +34,7 @@ from ..resources.nb_routers import LogicalRouterPort
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
 from ..resources.ovs import Bridge
 from .topology import NETWORK_KEY, read_gateways, require_topology
-from .wiring import build_batch, check_no_overlap, external_networks
+from .wiring import build_batch, cross_checks
 
 BACKENDS = ("ovn", "ovs")
 # Outer IPv4 (20) + UDP (8) + Geneve (8) + OVN's option (8) + inner Ethernet (14).
@@ -305,16 +306,23 @@ def network_by_provider(view, provider):
 def network_of(row, recorded=False):
     """The OVN network of switch ``row``; with ``recorded``, at the subnets
     its records say it was declared with, not the switch's ``other_config``
-    now: what the audit compares the switch with."""
-    ids = cell(row, "external_ids")
-    subnet = (recorded and ids.get(K_SUBNET)) or cell(row, "other_config").get("subnet")
-    subnet = addressing.parse_cidr(subnet, "subnet of " + row.name)
-    prefix = cell(row, "other_config").get("ipv6_prefix")
-    subnet6 = addressing.parse_cidr(addressing.ipv6_prefix(prefix, "ipv6_prefix of " + row.name)
-                                    + "/64", "ipv6_prefix of " + row.name) if prefix else None
+    now: what the audit compares the switch with. Kept by what it is read
+    from (never to be changed): every check of a pod reads its networks."""
+    return _network_of(cell(row, "name"), frozenset(cell(row, "external_ids").items()),
+                       frozenset(cell(row, "other_config").items()), recorded)
+
+
+@functools.lru_cache(maxsize=1024)
+def _network_of(name, ids, other_config, recorded):
+    ids, other_config = dict(ids), dict(other_config)
+    subnet = (recorded and ids.get(K_SUBNET)) or other_config.get("subnet")
+    subnet = addressing.parse_cidr(subnet, "subnet of " + name)
+    prefix = other_config.get("ipv6_prefix")
+    subnet6 = addressing.parse_cidr(addressing.ipv6_prefix(prefix, "ipv6_prefix of " + name)
+                                    + "/64", "ipv6_prefix of " + name) if prefix else None
     if recorded and ids.get(K_SUBNET6):
-        subnet6 = addressing.parse_cidr(ids[K_SUBNET6], "subnet6 of " + row.name)
-    return _from_records(row.name, ids, subnet, "ovn", subnet6=subnet6)
+        subnet6 = addressing.parse_cidr(ids[K_SUBNET6], "subnet6 of " + name)
+    return _from_records(name, ids, subnet, "ovn", subnet6=subnet6)
 
 
 def read_network_settings(view):
@@ -407,7 +415,7 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
         deleting.extend(n for n, cur in sorted(current.items())
                         if n not in declared and cur.owned and n not in deleting)
     after = dict((n, net) for n, net in after.items() if n not in deleting)
-    problems.extend(_cross_checks(after, topology, gateways))
+    problems.extend(cross_checks(after, topology, gateways))
     if not force:
         problems.extend(_safety(current, after, declared, deleting))
     if problems:
@@ -438,29 +446,6 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
         result.record(name, current[name].network.config() if name in current else None,
                       after[name].config() if name in after else None)
     return result
-
-
-def _cross_checks(after, topology, gateways):
-    """Overlaps and clashes among what will exist; each names both sides."""
-    problems = []
-    named = [("network " + name, net.subnet) for name, net in sorted(after.items())]
-    named += [("network %s (IPv6)" % name, net.subnet6) for name, net in sorted(after.items())
-              if net.subnet6 is not None]
-    if topology is not None:
-        named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
-        named.extend(external_networks(gateways))
-    try:
-        check_no_overlap(named)
-    except ValidationError as exc:
-        problems.extend(exc.problems)
-    providers = {}
-    for name, net in sorted(after.items()):
-        if net.provider:
-            if net.provider in providers:
-                problems.append("network %s: provider %s is already network %s's" % (
-                    name, net.provider, providers[net.provider]))
-            providers[net.provider] = name
-    return problems
 
 
 def _stranded(ip, new, old):

@@ -232,7 +232,7 @@ def port_security(row, mac_only=None):
     if not mac or not any(ip.version == 4 for ip in ips):
         return None
     if mac_only is None:
-        mac_only = bool((getattr(row, "external_ids", None) or {}).get(K_CHAIN_FUNCTION))
+        mac_only = bool((cell(row, "external_ids", None) or {}).get(K_CHAIN_FUNCTION))
     return security(mac, ips, mac_only)
 
 

@@ -84,6 +84,31 @@ def check_no_overlap(named_subnets):
         raise ValidationError(problems)
 
 
+def cross_checks(after, topology, gateways):
+    """Overlaps and clashes among the networks that will exist (``after``,
+    ``{name: Network}``), the join subnet and the external networks; each
+    names both sides."""
+    problems = []
+    named = [("network " + name, net.subnet) for name, net in sorted(after.items())]
+    named += [("network %s (IPv6)" % name, net.subnet6) for name, net in sorted(after.items())
+              if net.subnet6 is not None]
+    if topology is not None:
+        named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
+        named.extend(external_networks(gateways))
+    try:
+        check_no_overlap(named)
+    except ValidationError as exc:
+        problems.extend(exc.problems)
+    providers = {}
+    for name, net in sorted(after.items()):
+        if net.provider:
+            if net.provider in providers:
+                problems.append("network %s: provider %s is already network %s's" % (
+                    name, net.provider, providers[net.provider]))
+            providers[net.provider] = name
+    return problems
+
+
 def build_batch(view, upserts, deletes, topology, networks, gateways, wire=True):
     """One batch: upserts parents first, then the wiring (unless ``wire`` is
     false, for a caller that wires once at the end), then deletions children

@@ -44,7 +44,7 @@ from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
-from ..ovsdb.view import View
+from ..ovsdb.view import View, cell
 from . import chains, kube, multus, services, settings as daemon
 
 try:
@@ -226,15 +226,13 @@ class Watcher:
             return
         if row._table.name != "Logical_Switch_Port" or not pod_ports.is_pod_port(row):
             return
+        ids = cell(row, "external_ids")
+        key = key_of(ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD))
+        self.served_as.pop(key, None)
         if event == "delete":
-            ids = row.external_ids
-            self.served_as.pop(key_of(ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD)), None)
             for key in list(self.exhausted):
                 self.queue.add(key)
             return
-        ids = row.external_ids
-        key = key_of(ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD))
-        self.served_as.pop(key, None)
         if key in self.pending:
             self.queue.add(key)
 

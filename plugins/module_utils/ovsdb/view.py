@@ -11,16 +11,21 @@ from ..common.errors import ValidationError
 from .operations import NewRow
 
 
-def cell(row, column):
-    """``getattr(row, column)`` for an IDL row, the short way where the row
-    has no change pending in a transaction: python-ovs 3.1 turns every set
-    and map it is asked for into Python, back into its own form with
-    every constraint checked, and into Python again (measured: three
-    quarters of what reading a network's settings cost)."""
+_NO_DEFAULT = object()
+
+
+def cell(row, column, default=_NO_DEFAULT):
+    """``getattr(row, column[, default])`` for an IDL row, the short way
+    where the row has no change pending in a transaction: python-ovs 3.1
+    turns every set and map it is asked for into Python, back into its own
+    form with every constraint checked, and into Python again (measured:
+    three quarters of what reading a network's settings cost)."""
     datum = _as_sent(row, column)
     if datum is not None:
         return datum.to_python(row._uuid_to_row)
-    return getattr(row, column)
+    if default is _NO_DEFAULT:
+        return getattr(row, column)
+    return getattr(row, column, default)
 
 
 class NameIndex:
