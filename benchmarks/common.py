@@ -19,7 +19,21 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from playbook import ansible_env  # noqa: E402
 from sandbox import Sandbox  # noqa: E402
 
-__all__ = ["Ansible", "Sandbox"]
+__all__ = ["Ansible", "Sandbox", "cpu_seconds"]
+
+
+def cpu_seconds(pids):
+    """CPU seconds (user and system) each of ``pids`` (``{label: pid}``)
+    has used so far, read from ``/proc``; and this process's own, as
+    ``this``."""
+    out = {}
+    for label, pid in pids.items():
+        with open("/proc/%d/stat" % pid) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        out[label] = (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+    times = os.times()
+    out["this"] = times.user + times.system
+    return out
 
 
 class Ansible:

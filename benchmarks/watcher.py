@@ -12,6 +12,7 @@ in the same run: one pod alone, on the idle watcher, before the burst.
 Last line: ``pods=500 pods_per_s=<x> p50_ms=<y> p99_ms=<z> steady_p99_ms=<w>``
 """
 
+import glob
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from common import Ansible  # noqa: E402
+from common import Ansible, cpu_seconds  # noqa: E402
 
 PODS = 500
 STEADY_RATE, STEADY_SECONDS = 50, 20
@@ -56,9 +57,15 @@ def main():
         assert env.wait_log("resync: 0 pods", 60), "the watcher did not start:\n" + env.log_text()
         alone = [create(env.api, PODS + STEADY_RATE * STEADY_SECONDS)]
         assert env.api.wait(lambda api: alone[0] in api.annotated_at, 60), env.log_text()
+        # what each process spent during the burst: they share the machine's cores
+        pids = dict((os.path.basename(path)[:-4], int(open(path).read()))
+                    for path in glob.glob(os.path.join(env.box.dir, "*.pid")))
+        pids["watcher"] = env.proc.pid
+        cpu_before = cpu_seconds(pids)
         burst = [create(env.api, index) for index in range(PODS)]
         done = env.api.wait(lambda api: all(k in api.annotated_at for k in burst), 600)
         assert done, "not every pod was annotated:\n" + env.log_text()
+        cpu = dict((k, v - cpu_before[k]) for k, v in cpu_seconds(pids).items())
         steady, start = [], time.monotonic()
         for step in range(STEADY_RATE * STEADY_SECONDS):
             # pacing the arrivals, not waiting for a result
@@ -81,6 +88,9 @@ def main():
     print("pods: %d with 2 interfaces (1 address chosen, 1 static), %d workers (the default)" % (PODS, workers))
     print("baseline, one pod alone on the idle watcher: %.0f ms" % latencies(alone)[0])
     print("burst, all created at once: a pod's latency is mostly its wait in the queue")
+    print("CPU s during the burst (%.2f s; this host has %d cores): %s, API stand-in and benchmark %.2f" % (
+        span, os.cpu_count(), ", ".join("%s %.2f" % (k, v) for k, v in sorted(cpu.items()) if k != "this"),
+        cpu["this"]))
     print("steady: %d pods/s for %d s, p50 %.0f ms, p99 %.0f ms" % (
         STEADY_RATE, STEADY_SECONDS, percentile(steady_ms, 0.5), percentile(steady_ms, 0.99)))
     print("anchors: Kube-OVN ~19 pods/s; ovn-kubernetes P99 pod-ready ~3000 ms")
