@@ -307,7 +307,7 @@ def network_of(row, recorded=False):
     """The OVN network of switch ``row``; with ``recorded``, at the subnets
     its records say it was declared with, not the switch's ``other_config``
     now: what the audit compares the switch with. Kept by what it is read
-    from (never to be changed): every check of a pod reads its networks."""
+    from, as every check of a pod reads its networks: shared, never changed."""
     return _network_of(cell(row, "name"), frozenset(cell(row, "external_ids").items()),
                        frozenset(cell(row, "other_config").items()), recorded)
 
