@@ -44,9 +44,12 @@ def main(argv=None):
     ansible = Ansible()      # only for its collection path
     collections = os.path.join(ansible.work, "collections")
     sys.path.insert(0, collections)
-    baseline, stages = soak(collections, max(50, ops // 10), 0, seed=3)
-    print("baseline (no faults, %d ops): %s stages=%s" % (max(50, ops // 10), baseline, stages), flush=True)
-    result, stages = soak(collections, ops, faults, seed=5)
+    try:
+        baseline, stages = soak(collections, max(50, ops // 10), 0, seed=3)
+        print("baseline (no faults, %d ops): %s stages=%s" % (max(50, ops // 10), baseline, stages), flush=True)
+        result, stages = soak(collections, ops, faults, seed=5)
+    finally:
+        ansible.close()
     print("stages (s after the last fault): %s" % stages, flush=True)
     print(result)
     return 0 if " leaked=0 resurrected=0 duplicated_ips=0 missing=0 " in result else 1
