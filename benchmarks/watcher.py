@@ -12,7 +12,6 @@ in the same run: one pod alone, on the idle watcher, before the burst.
 Last line: ``pods=500 pods_per_s=<x> p50_ms=<y> p99_ms=<z> steady_p99_ms=<w>``
 """
 
-import glob
 import json
 import os
 import shutil
@@ -58,8 +57,7 @@ def main():
         alone = [create(env.api, PODS + STEADY_RATE * STEADY_SECONDS)]
         assert env.api.wait(lambda api: alone[0] in api.annotated_at, 60), env.log_text()
         # what each process spent during the burst: they share the machine's cores
-        pids = dict((os.path.basename(path)[:-4], int(open(path).read()))
-                    for path in glob.glob(os.path.join(env.box.dir, "*.pid")))
+        pids = dict((os.path.basename(path)[:-4], int(open(path).read())) for path in env.box.pidfiles)
         pids["watcher"] = env.proc.pid
         cpu_before = cpu_seconds(pids)
         burst = [create(env.api, index) for index in range(PODS)]
