@@ -91,9 +91,9 @@ def test_a_new_port_is_born_down_so_northd_writes_nothing_back(nb, sandbox):
 
 
 def test_a_network_changed_in_the_nb_is_read_anew(nb, sandbox):
-    """Networks read from their switches are kept while python-ovs holds
-    the same switch row data: a change from the server is read again, by
-    the next pod and by a pod checked again."""
+    """Networks read from their switches are kept by what they were read
+    from (name, external_ids, other_config): a change from the server is
+    read again, by the next pod and by a pod checked again."""
     pod = pod_ports.Pod("default", "routed", "uid-routed")
     reqs = requests({"name": "net1", "interface": "net0"})
     assert attach(nb, pod, reqs)[0]["routes"] == [{"dst": "10.20.0.0/16", "gw": "172.16.1.1"}]
