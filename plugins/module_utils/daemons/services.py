@@ -98,10 +98,11 @@ class Services:
         self.reported = {}          # key -> (uid, reason, message) last said
         stopping = watcher.stopping
         self.watches = [
-            kube.ListWatch("services", self.relist_services, self.core.list_service_for_all_namespaces,
-                           self.observe_service, stopping, self.config.resync_seconds,
-                           self.config.watch_seconds, self.config.max_backoff_seconds),
-            kube.ListWatch("endpointslices", self.relist_slices,
+            kube.ListWatch("services", "V1Service", self.relist_services,
+                           self.core.list_service_for_all_namespaces, self.observe_service,
+                           stopping, self.config.resync_seconds, self.config.watch_seconds,
+                           self.config.max_backoff_seconds),
+            kube.ListWatch("endpointslices", "V1EndpointSlice", self.relist_slices,
                            self.discovery.list_endpoint_slice_for_all_namespaces, self.observe_slice,
                            stopping, self.config.resync_seconds, self.config.watch_seconds,
                            self.config.max_backoff_seconds)]
@@ -123,7 +124,7 @@ class Services:
 
     # -- caches --------------------------------------------------------------
     def relist_services(self):
-        listed = self.core.list_service_for_all_namespaces()
+        listed = kube.listed(self.core.list_service_for_all_namespaces, "V1ServiceList")
         fresh = dict((_key(o.metadata), (o, service_of(o))) for o in listed.items)
         owned = self.watcher.nb.read(lambda idl: svc.owned_services(View(idl)))
         with self.lock:
@@ -143,7 +144,7 @@ class Services:
         self.queue.add(key)
 
     def relist_slices(self):
-        listed = self.discovery.list_endpoint_slice_for_all_namespaces()
+        listed = kube.listed(self.discovery.list_endpoint_slice_for_all_namespaces, "V1EndpointSliceList")
         fresh = {}
         for obj in listed.items:
             owner = (obj.metadata.labels or {}).get(SERVICE_NAME_LABEL)

@@ -141,7 +141,7 @@ class Watcher:
         self.served_as = {}
         self.pending = {}           # key -> since when it waits for OVN's dynamic address
         self.pod_watch = kube.ListWatch(
-            "pods", self.resync, self.core.list_pod_for_all_namespaces, self.observe, self.stopping,
+            "pods", "V1Pod", self.resync, self.core.list_pod_for_all_namespaces, self.observe, self.stopping,
             config.resync_seconds, config.watch_seconds, config.max_backoff_seconds)
         self.services = services.Services(self, api_client)
         self.chains = chains.Chains(self)
@@ -405,7 +405,7 @@ class Watcher:
         cache held that the list lacks was deleted meanwhile (tombstoned).
         Queue every key, and the keys of ports whose pod is gone. Returns
         the list's resourceVersion to watch from."""
-        pods = self.core.list_pod_for_all_namespaces()
+        pods = kube.listed(self.core.list_pod_for_all_namespaces, "V1PodList")
         now = time.monotonic()
         with self.lock:
             fresh = {}
