@@ -24,8 +24,8 @@ __all__ = ["Ansible", "Sandbox", "cpu_seconds"]
 
 def cpu_seconds(pids):
     """CPU seconds (user and system) each of ``pids`` (``{label: pid}``)
-    has used so far, read from ``/proc``; and this process's own, as
-    ``this``."""
+    has used so far, read from ``/proc``; this process's own, as ``this``;
+    and every process's on the host together, as ``host``."""
     out = {}
     for label, pid in pids.items():
         with open("/proc/%d/stat" % pid) as handle:
@@ -33,6 +33,10 @@ def cpu_seconds(pids):
         out[label] = (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
     times = os.times()
     out["this"] = times.user + times.system
+    with open("/proc/stat") as handle:
+        # user nice system idle iowait irq softirq steal: every process's busy time
+        ticks = [int(v) for v in handle.readline().split()[1:9]]
+    out["host"] = (sum(ticks) - ticks[3] - ticks[4]) / float(os.sysconf("SC_CLK_TCK"))
     return out
 
 
