@@ -47,7 +47,7 @@ def main():
     collections = os.path.join(ansible.work, "collections")
     sys.path.insert(0, collections)
     from watcher_env import Cluster  # noqa: needs the collection on the path
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services as svc
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
@@ -72,8 +72,8 @@ def main():
         for s in range(SERVICES):
             spec = {"selector": {"svc": "s%d" % s},
                     "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}
-            env.api.create_service("bench", "s%d" % s, spec, {svc.NETWORK_ANNOTATION: "svcnet"})
-        with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES) as db:
+            env.api.create_service("bench", "s%d" % s, spec, {services.NETWORK_ANNOTATION: "svcnet"})
+        with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, TABLES + services.TABLES) as db:
             full = db.wait_for(lambda idl: sum(len(backends(idl, "svc_bench_s%d_tcp" % s) or ())
                                                for s in range(SERVICES)) == len(pods), 600)
             assert full, "the balancers never held every backend:\n" + env.log_text()
@@ -89,14 +89,14 @@ def main():
                 latencies.append((time.monotonic() - start) * 1000)
             # baseline: the same kind of change, written by the core directly
             baseline = []
-            service = svc.Service("bench", "base", "uid-base", {svc.NETWORK_ANNOTATION: "svcnet"},
-                                  cluster_ip="10.96.200.1", ports=[svc.Port("http", "TCP", 80, 8080)])
-            members = [svc.Endpoint(True, {"http": 8080}, ip="10.100.200.%d" % i) for i in range(1, PER_SERVICE + 1)]
+            service = services.Service("bench", "base", "uid-base", {services.NETWORK_ANNOTATION: "svcnet"},
+                                  cluster_ip="10.96.200.1", ports=[services.Port("http", "TCP", 80, 8080)])
+            members = [services.Endpoint(True, {"http": 8080}, ip="10.100.200.%d" % i) for i in range(1, PER_SERVICE + 1)]
             for i in range(CHANGES):
                 members[i % PER_SERVICE].ready = not members[i % PER_SERVICE].ready
                 want = set("%s:8080" % m.ip for m in members if m.ready)
                 start = time.monotonic()
-                execute(db, lambda view: svc.plan_service(view, service, members, None), write=True)
+                execute(db, lambda view: services.plan_service(view, service, members, None), write=True)
                 seen = db.wait_for(lambda idl: backends(idl, "svc_bench_base_tcp") == want, 30)
                 assert seen
                 baseline.append((time.monotonic() - start) * 1000)

@@ -177,32 +177,32 @@ def run_audit_module(argument_spec):
     p = module.params
     write = p["state"] == "repaired" and not module.check_mode
     if p["layer"] == "node":
-        from .node import audit as node_audit
+        from .node import host_audit
         p["db"] = p["db"] or DEFAULT_OVS_DB
         node = p["node"] or socket.gethostname()
-        with connected(module, node_audit.TABLES, OVS_SCHEMA) as ovs:
+        with connected(module, host_audit.TABLES, OVS_SCHEMA) as ovs:
             devices = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") and \
                 p["db"] == DEFAULT_OVS_DB else None     # this host's devices are the database's
-            running = node_audit.controller_version(p["ovn_rundir"]) if devices is not None else None
+            running = host_audit.controller_version(p["ovn_rundir"]) if devices is not None else None
             versions = bool(p["northd_version"] and running)
 
             def read(idl):
                 view = View(idl)
-                found = node_audit.audit_node(view, node, p["known_ports"], p["bridge"], devices, p["live_pods"],
+                found = host_audit.audit_node(view, node, p["known_ports"], p["bridge"], devices, p["live_pods"],
                                               p["port_mtus"])
-                links = node_audit.encap_links(node_audit.encap_ips(view)) if devices is not None else []
+                links = host_audit.encap_links(host_audit.encap_ips(view)) if devices is not None else []
                 ours = set(iface.name for iface in view.rows("Interface"))
-                found += node_audit.audit_versions(view, node, p["northd_version"], running) if versions else []
-                return (found + node_audit.audit_tunnels(node, links, ours),)
+                found += host_audit.audit_versions(view, node, p["northd_version"], running) if versions else []
+                return (found + host_audit.audit_tunnels(node, links, ours),)
             (findings,), repair, left = _audit_and_mend(lambda: ovs.read(read), [
-                (ovs, lambda view, found: node_audit.plan_node_repair(view, found, p["bridge"], p["port_mtus"])),
-                (None, lambda found: node_audit.bring_up(set(
-                    o for f in found if f["class"] == node_audit.TUNNEL and f["repair"] for o in f["objects"]),
+                (ovs, lambda view, found: host_audit.plan_node_repair(view, found, p["bridge"], p["port_mtus"])),
+                (None, lambda found: host_audit.bring_up(set(
+                    o for f in found if f["class"] == host_audit.TUNNEL and f["repair"] for o in f["objects"]),
                     write))], p["state"], write,
-                settle=lambda: ovs.wait_for(lambda idl: node_audit.mtus_applied(View(idl), p["bridge"]), ovs.timeout))
-        skipped = ([] if p["known_ports"] is not None else [node_audit.STRAY]) + \
-            ([] if p["port_mtus"] is not None else [node_audit.MTU]) + \
-            ([] if devices is not None else [node_audit.TUNNEL]) + ([] if versions else [node_audit.VERSION])
+                settle=lambda: ovs.wait_for(lambda idl: host_audit.mtus_applied(View(idl), p["bridge"]), ovs.timeout))
+        skipped = ([] if p["known_ports"] is not None else [host_audit.STRAY]) + \
+            ([] if p["port_mtus"] is not None else [host_audit.MTU]) + \
+            ([] if devices is not None else [host_audit.TUNNEL]) + ([] if versions else [host_audit.VERSION])
         _exit_audit(module, findings, skipped, [], [], repair, left)
     p["db"] = p["db"] or DEFAULT_NB_DB
     pods, nodes = (_list_pods_and_nodes(module, audit) if p["kubeconfig"] else (None, None))

@@ -200,8 +200,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import (
     composite_result, connection_argument_spec, refuse_bare_override, require_libraries, run_composite)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import taps as remote_taps
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import taps
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import remote_mirrors
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import port_mirrors
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import (
     DEFAULT_NB_DB, DEFAULT_OVS_DB, NB_SCHEMA, OVS_SCHEMA)
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import STATES
@@ -214,7 +214,7 @@ END = dict(
 )
 REMOTE = dict(
     address=dict(type="str"),
-    encapsulation=dict(type="str", choices=list(remote_taps.ENCAPSULATIONS), default="gre"),
+    encapsulation=dict(type="str", choices=list(remote_mirrors.ENCAPSULATIONS), default="gre"),
     key=dict(type="int", default=0, no_log=False),     # a GRE key or an ERSPAN session, not a secret
 )
 
@@ -225,10 +225,10 @@ def main():
             name=dict(type="str", required=True),
             source=dict(type="dict", options=END),
             collector=dict(type="dict", options=dict(END, **REMOTE)),
-            direction=dict(type="str", choices=list(taps.DIRECTIONS), default="both"),
+            direction=dict(type="str", choices=list(port_mirrors.DIRECTIONS), default="both"),
         )),
         kind=dict(type="str", default="node", choices=["node", "remote"]),
-        bridge=dict(type="str", default=taps.DEFAULT_BRIDGE),
+        bridge=dict(type="str", default=port_mirrors.DEFAULT_BRIDGE),
         state=dict(type="str", default="merged", choices=list(STATES)),
     )
     spec.update(connection_argument_spec(None))
@@ -252,12 +252,12 @@ def main():
         items.append(("config[%d]" % i, item))
     if remote:
         module.params["db"] = module.params["db"] or DEFAULT_NB_DB
-        plan = run_composite(module, NB_SCHEMA, remote_taps.TABLES,
-                             lambda view, mode: remote_taps.plan_taps(view, items, mode))
+        plan = run_composite(module, NB_SCHEMA, remote_mirrors.TABLES,
+                             lambda view, mode: remote_mirrors.plan_taps(view, items, mode))
     else:
         module.params["db"] = module.params["db"] or DEFAULT_OVS_DB
-        plan = run_composite(module, OVS_SCHEMA, taps.TABLES,
-                             lambda view, mode: taps.plan_taps(view, items, mode, module.params["bridge"]))
+        plan = run_composite(module, OVS_SCHEMA, port_mirrors.TABLES,
+                             lambda view, mode: port_mirrors.plan_taps(view, items, mode, module.params["bridge"]))
     module.exit_json(**composite_result(module, plan, module.params["state"]))
 
 

@@ -12,12 +12,12 @@ import pytest
 
 PROBE = """
 import json, sys
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import audit
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import host_audit
 action = sys.argv[1]
 if action == "up":
-    print(json.dumps(audit.bring_up(["o4n-encap"], True).operations()))
+    print(json.dumps(host_audit.bring_up(["o4n-encap"], True).operations()))
 else:
-    print(json.dumps(audit.encap_links(["10.250.0.1", "10.250.0.9"])))
+    print(json.dumps(host_audit.encap_links(["10.250.0.1", "10.250.0.9"])))
 """
 
 
@@ -49,11 +49,11 @@ def state(ns):
 
 
 def test_tunnel_links_found_down_brought_up_and_found_up(node_ns, collections_path):
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import audit
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import host_audit
 
     links = probe(node_ns, "read", collections_path)
     assert [tuple(link) for link in links] == [("10.250.0.1", "o4n-encap", False), ("10.250.0.9", None, False)]
-    found = audit.audit_tunnels("worker2", [tuple(link) for link in links], {"o4n-encap"})
+    found = host_audit.audit_tunnels("worker2", [tuple(link) for link in links], {"o4n-encap"})
     assert [(f["class"], f["objects"], f["repair"]) for f in found] == [
         ("tunnel_down", ["o4n-encap"], "bring o4n-encap up on worker2"),
         ("tunnel_down", ["10.250.0.9"], None)]
@@ -63,7 +63,7 @@ def test_tunnel_links_found_down_brought_up_and_found_up(node_ns, collections_pa
     assert state(node_ns)
     assert [tuple(link) for link in probe(node_ns, "read", collections_path)][0] == ("10.250.0.1", "o4n-encap", True)
     # a device that is not one of this Open vSwitch's is reported, never touched
-    assert audit.audit_tunnels("worker2", [("10.250.0.1", "o4n-encap", False)], set())[0]["repair"] is None
+    assert host_audit.audit_tunnels("worker2", [("10.250.0.1", "o4n-encap", False)], set())[0]["repair"] is None
 
 
 def test_controller_version_read_over_its_control_socket_and_judged(collections_path):
@@ -71,7 +71,7 @@ def test_controller_version_read_over_its_control_socket_and_judged(collections_
     it (its control socket), agrees with what the binary says; judged
     against a northd release of another span, unpinned and then pinned as
     the node's Open vSwitch says."""
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import audit
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import host_audit
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
     from dataplane import Node
@@ -81,26 +81,26 @@ def test_controller_version_read_over_its_control_socket_and_judged(collections_
         box = node.box
         box.vsctl("set", "open", ".", "external_ids:system-id=chassis1", "external_ids:ovn-remote=" + box.sb_db,
                   "external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.1")
-        assert audit.controller_version(box.dir) is None, "none runs yet"
+        assert host_audit.controller_version(box.dir) is None, "none runs yet"
         node.start_controller()
         box.run("ovs-vsctl", "--db=" + box.ovs_db, "--timeout=30", "wait-until", "bridge", "br-int")
-        running = audit.controller_version(box.dir)
+        running = host_audit.controller_version(box.dir)
         binary = box.run("ovn-controller", "--version").splitlines()[0]
         assert running.splitlines()[0] == binary, (running, binary)
         mine = "%02d.%02d" % releases_of(running)
         newer = "%d.03.0" % (releases_of(running)[0] + 4)      # a northd two LTS releases on
 
         def judged():
-            with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, audit.TABLES) as db:
-                return db.read(lambda idl: audit.audit_versions(View(idl), "node1", newer, running))
+            with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, host_audit.TABLES) as db:
+                return db.read(lambda idl: host_audit.audit_versions(View(idl), "node1", newer, running))
         [found] = judged()
         assert (found["class"], found["severity"], found["objects"]) == ("version_skew", "error", ["node1"])
         assert "ovn-controller %s is older than ovn-northd" % mine in found["message"]
         box.vsctl("set", "open", ".", "external_ids:ovn-match-northd-version=true")
         [found] = judged()
         assert found["severity"] == "warning" and "is pinned to ovn-northd's version" in found["message"]
-        with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, audit.TABLES) as db:
-            assert db.read(lambda idl: audit.audit_versions(View(idl), "node1", running, running)) == []
+        with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, host_audit.TABLES) as db:
+            assert db.read(lambda idl: host_audit.audit_versions(View(idl), "node1", running, running)) == []
     finally:
         node.stop()
 

@@ -18,9 +18,9 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs a
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import chains
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services as svc
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import taps as remote_taps
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import taps
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import remote_mirrors
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import port_mirrors
 
 from dataplane import Node, ip, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
@@ -116,13 +116,13 @@ def test_pod_reaches_external_host_through_the_gateway_with_snat(cluster_node):
 
 
 def service_plan(node, endpoints, remove=False):
-    service = svc.Service("default", "web", "uid-web", {svc.NETWORK_ANNOTATION: "net1"},
+    service = services.Service("default", "web", "uid-web", {services.NETWORK_ANNOTATION: "net1"},
                           cluster_ip="10.96.0.10", external_ips=[SERVICE_EXTERNAL_IP],
-                          ports=[svc.Port("http", "TCP", 80, 8080)])
-    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES) as db:
+                          ports=[services.Port("http", "TCP", 80, 8080)])
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + services.TABLES) as db:
         if remove:
-            return execute(db, lambda v: svc.plan_remove(v, service.key), write=True)
-        return execute(db, lambda v: svc.plan_service(v, service, endpoints, None), write=True)
+            return execute(db, lambda v: services.plan_remove(v, service.key), write=True)
+        return execute(db, lambda v: services.plan_service(v, service, endpoints, None), write=True)
 
 
 SERVICE_EXTERNAL_IP = "192.168.50.120"
@@ -134,7 +134,7 @@ def test_service_vip_and_external_ip_reach_the_backend(cluster_node):
     external IP through the gateway, which answers ARP for it and sends
     the traffic on from its join address; with no backend left the VIP
     takes no connection; and removed, nothing of it stays in the NB."""
-    backend = [svc.Endpoint(True, {"http": 8080}, ip="172.16.1.10")]
+    backend = [services.Endpoint(True, {"http": 8080}, ip="172.16.1.10")]
     plan = service_plan(cluster_node, backend)
     assert sorted(c.label for c in plan.changes) == [
         "svc_default_web_tcp", "svcx_default_web_tcp_" + SERVICE_EXTERNAL_IP]
@@ -253,7 +253,7 @@ def test_a_chain_sends_traffic_through_its_function_and_fails_closed(cluster_nod
 
 
 def tap_ovs(node, compute):
-    with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, taps.TABLES) as db:
+    with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, port_mirrors.TABLES) as db:
         return execute(db, compute, write=True)
 
 
@@ -269,7 +269,7 @@ def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluste
     collector = cluster_node.attach("col", "br-int", "0a:00:00:00:09:33", "10.99.0.33/24", iface_id="col")
     cluster_node.wait_hv()
     tap = {"name": "a-tap", "source": {"port": "pod-a"}, "collector": {"port": "col"}, "direction": "both"}
-    plan = tap_ovs(cluster_node, lambda v: taps.plan_taps(v, [("config[0]", tap)], "merged"))
+    plan = tap_ovs(cluster_node, lambda v: port_mirrors.plan_taps(v, [("config[0]", tap)], "merged"))
     assert [c.action for c in plan.changes] == ["create"]
     mirrors = cluster_node.box.rows("ovs", "Mirror")
     assert [m["name"] for m in mirrors] == ["ovn4nfv-tap-a-tap"]
@@ -289,15 +289,15 @@ def test_a_tap_copies_a_pods_traffic_to_its_collector_and_follows_the_pod(cluste
     assert (found[collector], found[cluster_node.pod_a]) == (True, False)
     # pod-a made again, as a CNI ADD would: its old port goes, a new one comes
     cluster_node.box.run("ovs-vsctl", "--db=" + cluster_node.box.ovs_db, "del-port", "br-int", "pa-h")
-    assert tap_ovs(cluster_node, taps.plan_follow).changed
+    assert tap_ovs(cluster_node, port_mirrors.plan_follow).changed
     assert cluster_node.box.rows("ovs", "Mirror") == [], "no source, no mirror"
     cluster_node.box.run("ovs-vsctl", "--db=" + cluster_node.box.ovs_db, "add-port", "br-int", "pa-h", "--",
                          "set", "interface", "pa-h", "external_ids:iface-id=pod-a")
-    assert tap_ovs(cluster_node, taps.plan_follow).changed
+    assert tap_ovs(cluster_node, port_mirrors.plan_follow).changed
     cluster_node.wait_hv()
     assert copies(5) >= 10, "the tap follows the pod to its new port"
 
-    tap_ovs(cluster_node, lambda v: taps.plan_taps(v, [("config[0]", {"name": "a-tap"})], "deleted"))
+    tap_ovs(cluster_node, lambda v: port_mirrors.plan_taps(v, [("config[0]", {"name": "a-tap"})], "deleted"))
     assert cluster_node.box.rows("ovs", "Mirror") == []
     root = cluster_node.box.rows("ovs", "Open_vSwitch")[0]
     assert not [k for k in root["external_ids"] if k.startswith("ovn4nfv-tap")]
@@ -351,8 +351,8 @@ def test_a_remote_tap_sends_gre_copies_to_the_collector_address(cluster_node):
                          "tnl/arp/set", "br-und", "10.97.0.2", "0a:00:00:00:97:02")
         tap = {"name": "pa-gre", "source": {"port": "pod-a"}, "direction": "egress",
                "collector": {"address": "10.97.0.2", "encapsulation": "gre", "key": 5}}
-        with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + remote_taps.TABLES) as db:
-            execute(db, lambda v: remote_taps.plan_taps(v, [("config[0]", tap)], "merged"), write=True)
+        with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + remote_mirrors.TABLES) as db:
+            execute(db, lambda v: remote_mirrors.plan_taps(v, [("config[0]", tap)], "merged"), write=True)
         kind, options = tunnel_port(node, "ovn-pa-gre", present=True)
         assert (kind, options["remote_ip"], options["key"]) == ("gre", "10.97.0.2", "5")
         node.wait_hv()
@@ -364,8 +364,8 @@ def test_a_remote_tap_sends_gre_copies_to_the_collector_address(cluster_node):
             return rx_packets(sink, "eth0") - before
 
         assert copies(10) >= 10, "each request pod-a sends is copied to 10.97.0.2 (which is on no logical network: only the tunnel reaches it)"
-        with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + remote_taps.TABLES) as db:
-            execute(db, lambda v: remote_taps.plan_taps(v, [("config[0]", {"name": "pa-gre"})], "deleted"),
+        with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + remote_mirrors.TABLES) as db:
+            execute(db, lambda v: remote_mirrors.plan_taps(v, [("config[0]", {"name": "pa-gre"})], "deleted"),
                     write=True)
         assert tunnel_port(node, "ovn-pa-gre", present=False)
         assert [m for m in node.box.rows("ovs", "Mirror") if m["name"] == "pa-gre"] == []
@@ -396,7 +396,7 @@ def test_the_node_audit_finds_dead_and_stray_interfaces_and_repairs_the_products
     (no CNI DEL), a product port naming a logical port the NB does not
     have, and a foreign one; the repair deletes the product's two in one
     transaction, and leaves pod-a, pod-b and the foreign port alone."""
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import audit as node_audit
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import host_audit
     node = cluster_node
     vsctl = ["ovs-vsctl", "--db=" + node.box.ovs_db]
     mark = "external_ids:ovn4nfv-container-id=c-test"
@@ -418,7 +418,7 @@ def test_the_node_audit_finds_dead_and_stray_interfaces_and_repairs_the_products
     node.box.run(*vsctl + ["add-port", "br-int", "foreign-h", "--", "set", "interface", "foreign-h",
                            "external_ids:iface-id=someone_else"])
     try:
-        with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, node_audit.TABLES) as db:
+        with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, host_audit.TABLES) as db:
             def dead(idl):
                 return [i for i in idl.tables["Interface"].rows.values() if i.name == "gone-h" and i.ofport == [-1]]
             assert db.wait_for(dead, 30), "ovs-vswitchd found no device for gone-h"
@@ -429,7 +429,7 @@ def test_the_node_audit_finds_dead_and_stray_interfaces_and_repairs_the_products
             node.run_in_node("ip", "link", "del", "vanish-h")
             devices = node.run_in_node("ls", "/sys/class/net").stdout.split()
             known = [p["name"] for p in node.box.rows("nb", "Logical_Switch_Port")] + ["pod-c", "pod-d"]
-            findings = execute(db, lambda v: node_audit.audit_node(v, "chassis1", known, devices=devices,
+            findings = execute(db, lambda v: host_audit.audit_node(v, "chassis1", known, devices=devices,
                                                                    live_pods=[]), write=False)
             # (other tests of this module leave their own strays: only this test's are counted)
             mine = ("gone-h", "stray-h", "vanish-h", "foreign-h")
@@ -437,9 +437,9 @@ def test_the_node_audit_finds_dead_and_stray_interfaces_and_repairs_the_products
             assert [(f["class"], f["objects"], bool(f["repair"])) for f in findings] == [
                 ("stray_interface", ["foreign-h"], False), ("dead_interface", ["gone-h"], True),
                 ("stray_interface", ["stray-h"], True), ("dead_interface", ["vanish-h"], True)]
-            repaired = execute(db, lambda v: node_audit.plan_node_repair(v, findings), write=True)
+            repaired = execute(db, lambda v: host_audit.plan_node_repair(v, findings), write=True)
             assert repaired.changed
-            after = execute(db, lambda v: node_audit.audit_node(v, "chassis1", known, devices=devices,
+            after = execute(db, lambda v: host_audit.audit_node(v, "chassis1", known, devices=devices,
                                                                 live_pods=[]), write=False)
             assert [(f["class"], f["objects"]) for f in after if f["objects"][0] in mine] == [
                 ("stray_interface", ["foreign-h"])]

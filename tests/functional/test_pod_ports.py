@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports, taps as remote_taps
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports, remote_mirrors
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
@@ -202,10 +202,10 @@ def test_a_remote_tap_follows_its_pod_to_the_port_made_anew(nb, sandbox):
     """The tap declared for default/web's net0 is on the port the pod path
     makes, and on the port made for the pod made again (a new UID: a new
     row), in the same transaction; deleted, it leaves no rule behind."""
-    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES + remote_taps.TABLES) as db:
+    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES + remote_mirrors.TABLES) as db:
         tap = {"name": "web-gre", "source": {"pod": "web", "interface": "net0"},
                "collector": {"address": "10.20.0.9"}, "direction": "egress"}
-        execute(db, lambda v: remote_taps.plan_taps(v, [("config[0]", tap)], "merged"), write=True)
+        execute(db, lambda v: remote_mirrors.plan_taps(v, [("config[0]", tap)], "merged"), write=True)
         [mirror] = sandbox.rows("nb", "Mirror")
 
         def rules():
@@ -219,6 +219,6 @@ def test_a_remote_tap_follows_its_pod_to_the_port_made_anew(nb, sandbox):
         assert rules() is None and sandbox.rows("nb", "Mirror") == [mirror], "the tap outlives the pod"
         attach(db, pod_ports.Pod("default", "web", "uid-2"), reqs)
         assert rules() == mirror["_uuid"], "the tap follows the pod"
-        execute(db, lambda v: remote_taps.plan_taps(v, [("config[0]", {"name": "web-gre"})], "deleted"),
+        execute(db, lambda v: remote_mirrors.plan_taps(v, [("config[0]", {"name": "web-gre"})], "deleted"),
                 write=True)
         assert sandbox.rows("nb", "Mirror") == [] and rules() == []

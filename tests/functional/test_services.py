@@ -4,7 +4,7 @@ NB read from outside the watcher."""
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services as svc
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES, read_gateways
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing
@@ -14,7 +14,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
 from watcher_env import Cluster, ovn_network
 
-NET = {svc.NETWORK_ANNOTATION: "net1"}
+NET = {services.NETWORK_ANNOTATION: "net1"}
 HTTP = [{"name": "http", "containerPort": 8080}]
 EXTERNAL_IP = "192.168.50.120"
 
@@ -36,7 +36,7 @@ def balancers(env):
 
 def wait_nb(env, predicate, timeout=30):
     """Block until ``predicate(idl)`` holds on the NB, woken by its updates."""
-    with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES) as db:
+    with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, TABLES + services.TABLES) as db:
         found = db.wait_for(predicate, timeout)
     assert found, "the NB never got there; watcher log:\n%s" % env.log_text()
 
@@ -83,8 +83,8 @@ def test_a_service_follows_its_ready_pods(k8s):
                           vip + ":8000": sorted(ip + ":8081" for ip in ips.values())})
     lb = balancers(k8s)[name]
     assert lb["options"] == {"affinity_timeout": "10800", "reject": "true"}
-    assert lb["external_ids"][svc.K_SERVICE] == "default/web"
-    assert lb["external_ids"][svc.K_SERVICE_UID] == service["metadata"]["uid"]
+    assert lb["external_ids"][services.K_SERVICE] == "default/web"
+    assert lb["external_ids"][services.K_SERVICE_UID] == service["metadata"]["uid"]
     switches = sorted(s["name"] for s in k8s.box.rows("nb", "Logical_Switch") if lb["_uuid"] in (
         s["load_balancer"] if isinstance(s["load_balancer"], list) else [s["load_balancer"]]))
     assert switches == ["default-net", "macvlan-net", "net1", "net2", "tiny"], \
@@ -121,22 +121,22 @@ def test_a_service_without_selector_takes_its_endpointslices(k8s):
 
 BAD_SERVICES = [
     # (name, annotations, spec, reason, words in the message)
-    ("nonet", {svc.NETWORK_ANNOTATION: "nosuch"}, {}, svc.UNKNOWN_NETWORK, ["nosuch"]),
-    ("inpodnet", NET, {"externalIPs": ["172.16.1.77"]}, svc.INVALID, ["172.16.1.77", "net1"]),
-    ("injoin", NET, {"externalIPs": ["100.64.1.9"]}, svc.INVALID, ["100.64.1.9", "join subnet"]),
-    ("gwaddr", NET, {"externalIPs": ["192.168.50.12"]}, svc.INVALID, ["192.168.50.12", "gateway"]),
-    ("vipinnet", dict(NET, **{svc.VIP_ANNOTATION: "172.16.2.40"}), {}, svc.INVALID, ["172.16.2.40", "net2"]),
-    ("badvip", dict(NET, **{svc.VIP_ANNOTATION: "10.96.300.1"}), {}, svc.INVALID, ["10.96.300.1"]),
-    ("taken", dict(NET, **{svc.VIP_ANNOTATION: "10.99.0.1"}), {}, svc.VIP_CONFLICT,
+    ("nonet", {services.NETWORK_ANNOTATION: "nosuch"}, {}, services.UNKNOWN_NETWORK, ["nosuch"]),
+    ("inpodnet", NET, {"externalIPs": ["172.16.1.77"]}, services.INVALID, ["172.16.1.77", "net1"]),
+    ("injoin", NET, {"externalIPs": ["100.64.1.9"]}, services.INVALID, ["100.64.1.9", "join subnet"]),
+    ("gwaddr", NET, {"externalIPs": ["192.168.50.12"]}, services.INVALID, ["192.168.50.12", "gateway"]),
+    ("vipinnet", dict(NET, **{services.VIP_ANNOTATION: "172.16.2.40"}), {}, services.INVALID, ["172.16.2.40", "net2"]),
+    ("badvip", dict(NET, **{services.VIP_ANNOTATION: "10.96.300.1"}), {}, services.INVALID, ["10.96.300.1"]),
+    ("taken", dict(NET, **{services.VIP_ANNOTATION: "10.99.0.1"}), {}, services.VIP_CONFLICT,
      ["10.99.0.1", "default/holder"]),
-    ("badext", NET, {"externalIPs": ["not-an-ip"]}, svc.INVALID, ["not-an-ip"]),
+    ("badext", NET, {"externalIPs": ["not-an-ip"]}, services.INVALID, ["not-an-ip"]),
 ]
 
 
 def test_bad_services_are_warning_events_and_write_nothing(k8s):
     gateway(k8s, "gw-a", "192.168.50.12")
     k8s.api.create_service("default", "holder", {"ports": [{"port": 80}]},
-                           dict(NET, **{svc.VIP_ANNOTATION: "10.99.0.1"}))
+                           dict(NET, **{services.VIP_ANNOTATION: "10.99.0.1"}))
     wait_nb(k8s, lambda idl: vips_of("svc_default_holder_tcp")(idl) is not None)
     before = balancers(k8s)
     for name, annotations, spec, _reason, _words in BAD_SERVICES:
@@ -186,8 +186,8 @@ def test_one_gateway_answers_for_an_external_ip_and_another_takes_over(k8s):
         "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}, NET)
     name = "svcx_default_shop_tcp_" + EXTERNAL_IP
     wait_vips(k8s, name, {EXTERNAL_IP + ":80": [ips["shop-1"] + ":8080"]})
-    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES) as db:
-        owner = db.read(lambda idl: svc.gateway_for(addressing.parse_ip(EXTERNAL_IP, "ip"),
+    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES + services.TABLES) as db:
+        owner = db.read(lambda idl: services.gateway_for(addressing.parse_ip(EXTERNAL_IP, "ip"),
                                                     read_gateways(View(idl)).values()))
         wait_nb(k8s, lambda idl: attached_router(idl, name) == owner.router)
     gateways = dict((r["name"], r) for r in k8s.box.rows("nb", "Logical_Router"))
@@ -216,15 +216,15 @@ def test_a_service_deleted_while_the_watcher_was_down_loses_its_balancers(k8s):
 
 def test_ports_out_of_range_are_refused_by_the_core_too(k8s):
     """The API server refuses them, but the core does not rely on it."""
-    service = svc.Service("default", "raw", "uid-raw", NET, cluster_ip="10.96.50.1",
-                          ports=[svc.Port("a", "TCP", 70000, 80)])
-    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES + svc.TABLES) as db:
-        for ports, words in (([svc.Port("a", "TCP", 70000, 80)], "spec.ports[0].port"),
-                             ([svc.Port("a", "TCP", 80, 0x10000)], "spec.ports[0].targetPort"),
-                             ([svc.Port("a", "ICMP", 80, 80)], "spec.ports[0].protocol"),
+    service = services.Service("default", "raw", "uid-raw", NET, cluster_ip="10.96.50.1",
+                          ports=[services.Port("a", "TCP", 70000, 80)])
+    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES + services.TABLES) as db:
+        for ports, words in (([services.Port("a", "TCP", 70000, 80)], "spec.ports[0].port"),
+                             ([services.Port("a", "TCP", 80, 0x10000)], "spec.ports[0].targetPort"),
+                             ([services.Port("a", "ICMP", 80, 80)], "spec.ports[0].protocol"),
                              ([], "spec.ports is empty")):
             service.ports = ports
             with pytest.raises(ValidationError) as err:
-                execute(db, lambda view: svc.plan_service(view, service, [], None), write=True)
+                execute(db, lambda view: services.plan_service(view, service, [], None), write=True)
             assert words in str(err.value)
     assert not [n for n in balancers(k8s) if "raw" in n]

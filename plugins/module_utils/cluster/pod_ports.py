@@ -21,7 +21,7 @@ from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
 from ..ovsdb.view import cell
 from ..resources.nb_switches import LogicalSwitchPort
-from . import annotations, networks as vn, taps as remote_taps
+from . import annotations, networks as vn, remote_mirrors
 from .pod_addresses import (
     K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, allocate, held_addresses, scan_holder,
     free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
@@ -199,7 +199,7 @@ def _new_ports(view, batch):
         for op in list(change.ops):
             if op.op == "insert" and op.table == "Logical_Switch_Port":
                 change.ops.append(Op("update", "Logical_Switch_Port", op.row, "up", False))
-                mirrors = remote_taps.mirrors_for(view, op.value.get("name"))
+                mirrors = remote_mirrors.mirrors_for(view, op.value.get("name"))
                 if mirrors:
                     change.ops.append(Op("update", "Logical_Switch_Port", op.row, "mirror_rules", mirrors))
 

@@ -22,7 +22,7 @@ marked with the Service's key and UID like a pod's ports:
 A Service with no ready endpoint keeps its VIPs, with OVN's ``reject``: a
 client gets a TCP reset or an ICMP unreachable at once rather than a
 timeout, as kube-proxy gives it. Everything here is plain data in and a
-plan out; :mod:`..daemons.services` feeds it from the API.
+plan out; :mod:`..daemons.service_watch` feeds it from the API.
 """
 
 from __future__ import absolute_import, division, print_function

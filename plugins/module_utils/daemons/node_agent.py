@@ -36,7 +36,7 @@ from .. import cni
 from ..cluster import annotations
 from ..cluster.pod_addresses import K_INTERFACE, K_UID, Pod
 from ..common.errors import Ovn4nfvError, ValidationError
-from ..node import taps
+from ..node import port_mirrors
 from ..node.netns import HAS_NETLINK, netlink, tx_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute, reconcile
@@ -417,7 +417,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         ports there are now: a pod made again is tapped again. A tap that
         cannot be made is logged; it never fails a pod's ADD or DEL."""
         try:
-            plan = execute(self.ovs, lambda view: taps.plan_follow(view, self.config.bridge), write=True)
+            plan = execute(self.ovs, lambda view: port_mirrors.plan_follow(view, self.config.bridge), write=True)
             if plan.changed:
                 LOG.info("taps: %s", "; ".join(plan.operations()))
         except Ovn4nfvError as exc:

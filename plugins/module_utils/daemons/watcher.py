@@ -38,14 +38,14 @@ import logging
 import threading
 import time
 
-from ..cluster import annotations, chains as chain_core, pod_addresses, pod_ports, services as svc, taps as remote_taps
+from ..cluster import annotations, chains, pod_addresses, pod_ports, remote_mirrors, services
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
 from ..ovsdb.view import View, cell
-from . import chains, kube, multus, services, settings as daemon
+from . import chain_hops, kube, multus, service_watch, settings as daemon
 
 try:
     from kubernetes import client as k8s_client
@@ -143,8 +143,8 @@ class Watcher:
         self.pod_watch = kube.ListWatch(
             "pods", "V1Pod", self.resync, self.core.list_pod_for_all_namespaces, self.observe, self.stopping,
             config.resync_seconds, config.watch_seconds, config.max_backoff_seconds)
-        self.services = services.Services(self, api_client)
-        self.chains = chains.Chains(self)
+        self.services = service_watch.Services(self, api_client)
+        self.chains = chain_hops.Chains(self)
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
@@ -159,7 +159,7 @@ class Watcher:
         tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
         while not self.stopping.is_set():
             try:
-                tables = TABLES + svc.TABLES + chain_core.TABLES + remote_taps.TABLES
+                tables = TABLES + services.TABLES + chains.TABLES + remote_mirrors.TABLES
                 self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, tables,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)

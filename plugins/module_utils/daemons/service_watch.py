@@ -22,7 +22,7 @@ __metaclass__ = type
 import logging
 import threading
 
-from ..cluster import services as svc
+from ..cluster import services
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
@@ -49,11 +49,11 @@ def service_of(obj):
     if spec.session_affinity == "ClientIP":
         config = spec.session_affinity_config
         client_ip = config.client_ip if config is not None else None
-        affinity = (client_ip.timeout_seconds if client_ip is not None else None) or svc.DEFAULT_AFFINITY
-    ports = [svc.Port(p.name, p.protocol, p.port, p.target_port) for p in spec.ports or []]
+        affinity = (client_ip.timeout_seconds if client_ip is not None else None) or services.DEFAULT_AFFINITY
+    ports = [services.Port(p.name, p.protocol, p.port, p.target_port) for p in spec.ports or []]
     # the client's generations name spec.externalIPs differently
     external = getattr(spec, "external_ips", None) or getattr(spec, "external_i_ps", None) or []
-    return svc.Service(meta.namespace, meta.name, meta.uid, meta.annotations, spec.cluster_ip,
+    return services.Service(meta.namespace, meta.name, meta.uid, meta.annotations, spec.cluster_ip,
                        external, ports, spec.selector, affinity,
                        bool(spec.publish_not_ready_addresses))
 
@@ -79,7 +79,7 @@ def slice_endpoints(obj):
         conditions = endpoint.conditions
         ready = conditions is None or conditions.ready is not False
         for address in endpoint.addresses or []:
-            out.append(svc.Endpoint(ready, ports, ip=address))
+            out.append(services.Endpoint(ready, ports, ip=address))
     return out
 
 
@@ -93,7 +93,7 @@ class Services:
         self.discovery = k8s_client.DiscoveryV1Api(api_client)
         self.queue = WorkQueue(base_delay=0.2, max_delay=self.config.max_backoff_seconds, name="services")
         self.lock = threading.Lock()
-        self.services = {}          # key -> (V1Service, svc.Service)
+        self.services = {}          # key -> (V1Service, services.Service)
         self.slices = {}            # (namespace, slice name) -> (service key, [Endpoint])
         self.reported = {}          # key -> (uid, reason, message) last said
         stopping = watcher.stopping
@@ -126,7 +126,7 @@ class Services:
     def relist_services(self):
         listed = kube.listed(self.core.list_service_for_all_namespaces, "V1ServiceList")
         fresh = dict((_key(o.metadata), (o, service_of(o))) for o in listed.items)
-        owned = self.watcher.nb.read(lambda idl: svc.owned_services(View(idl)))
+        owned = self.watcher.nb.read(lambda idl: services.owned_services(View(idl)))
         with self.lock:
             keys = set(self.services) | set(fresh) | set(owned)
             self.services = fresh
@@ -192,7 +192,7 @@ class Services:
                 pods = [p for p in self.watcher.cache.values()
                         if p.metadata.namespace == service.namespace
                         and service.selects(p.metadata.labels)]
-            return [svc.Endpoint(is_ready(p), named_ports(p), pod=p.metadata.name, uid=p.metadata.uid)
+            return [services.Endpoint(is_ready(p), named_ports(p), pod=p.metadata.name, uid=p.metadata.uid)
                     for p in pods]
         with self.lock:
             return [e for key, found in self.slices.values() if key == service.key for e in found]
@@ -201,16 +201,16 @@ class Services:
         with self.lock:
             obj, service = self.services.get(key, (None, None))
         nb = self.watcher.nb
-        if service is None or not svc.is_ours(service):
-            result = execute(nb, lambda view: svc.plan_remove(view, key), write=True)
+        if service is None or not services.is_ours(service):
+            result = execute(nb, lambda view: services.plan_remove(view, key), write=True)
             self.reported.pop(key, None)
         else:
             endpoints = self.endpoints(service)
             try:
-                result = execute(nb, lambda view: svc.plan_service(
+                result = execute(nb, lambda view: services.plan_service(
                     view, service, endpoints, self.watcher.addresses), write=True)
             except ValidationError as exc:
-                self.report(obj, service, exc.reason or svc.INVALID, str(exc))
+                self.report(obj, service, exc.reason or services.INVALID, str(exc))
                 return
             self.reported.pop(key, None)
         if result.changed:

@@ -28,7 +28,7 @@ from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
 from ..ovsdb.view import cell
 from . import kube
-from .services import is_ready
+from .service_watch import is_ready
 
 LOG = logging.getLogger("ovn4nfv.chains")
 MISMATCH = "ChainInterfaceMismatch"

@@ -23,7 +23,7 @@ import json
 import re
 
 from ..common.errors import ValidationError
-from ..cluster.taps import DIRECTIONS, K_TAP, tap_end
+from ..cluster.remote_mirrors import DIRECTIONS, K_TAP, tap_end
 from ..common.naming import OWNER_KEY, OWNER_VALUE
 from ..ovsdb.execution import CompositePlan
 from ..ovsdb.operations import Op
