@@ -47,7 +47,7 @@ def main():
         figures = {}
         with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
             execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
-            execute(db, lambda v: vn.plan_networks(v, [("a", vn.check_format(
+            execute(db, lambda v: vn.plan_networks(v, [("a", vn.check_network(
                 {"name": "bench", "subnet": "10.200.0.0/16"}, "a"))], "merged", "ovn", False), write=True)
             made = 0
             for size in SIZES:

@@ -49,7 +49,7 @@ def serve_all(box, api, core):
                      ann.parse_requests(made["metadata"]["annotations"])[1]))
     with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES, timeout=120) as db:
         execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
-        execute(db, lambda v: vn.plan_networks(v, [(n["name"], vn.check_format(n, n["name"])) for n in NETWORKS],
+        execute(db, lambda v: vn.plan_networks(v, [(n["name"], vn.check_network(n, n["name"])) for n in NETWORKS],
                                                "merged", "ovn"), write=True)
         addresses = pod_addresses.AddressIndex().attach(db)
         for plan_one in (lambda view, pod, reqs: pod_ports.plan_pod(view, pod, reqs, addresses),

@@ -45,7 +45,7 @@ class Churn:
         try:
             box = self.env.node.box
             with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
-                execute(db, lambda v: vn.plan_networks(v, [("tiny", vn.check_format(TINY, "tiny"))], "merged", "ovn"),
+                execute(db, lambda v: vn.plan_networks(v, [("tiny", vn.check_network(TINY, "tiny"))], "merged", "ovn"),
                         write=True)
             self.ports = PortLog(box.nb_db)
             self.cluster = Cluster(tmp, collections, networks=[TINY], workers=4, api=self.env.api, box=box,

@@ -46,7 +46,7 @@ class Env:
         with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
             execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
             execute(db, lambda v: vn.plan_networks(
-                v, [(n["name"], vn.check_format(n, n["name"])) for n in NETWORKS], "merged", "ovn"), write=True)
+                v, [(n["name"], vn.check_network(n, n["name"])) for n in NETWORKS], "merged", "ovn"), write=True)
         self.socket = os.path.join(tmp, "agent.sock")
         self.config_path = os.path.join(tmp, "agent.json")
         with open(self.config_path, "w") as handle:

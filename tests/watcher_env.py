@@ -52,7 +52,7 @@ class Cluster:
             with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
                 execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
                 execute(db, lambda v: vn.plan_networks(
-                    v, [(n["name"], vn.check_format(n, n["name"])) for n in networks or NETWORKS], "merged",
+                    v, [(n["name"], vn.check_network(n, n["name"])) for n in networks or NETWORKS], "merged",
                     "ovn"), write=True)
             self.config = os.path.join(tmp, "watcher.json")
             with open(self.config, "w") as handle:

@@ -153,7 +153,7 @@ def run_trace_module(argument_spec):
     def end(name):
         return dict((k, v) for k, v in (p[name] or {}).items() if v is not None)
     try:
-        trace.check_format(end("source"), end("destination"), p["protocol"], p["port"])
+        trace.check_link(end("source"), end("destination"), p["protocol"], p["port"])
     except ValidationError as exc:
         fail(module, exc)
     with connected(module, trace.TABLES, SB_SCHEMA) as database:

@@ -29,7 +29,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import plan
 def nb(sandbox):
     with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
         execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
-        execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_format(
+        execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network(
             {"name": "net1", "subnet": "172.16.1.0/24"}, "n"))], "merged", "ovn"), write=True)
         committer = Committer(db, limit=8, claims=pod_ports.claims)
         try:

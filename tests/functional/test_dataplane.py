@@ -45,7 +45,7 @@ def ovs(node, resource, config):
 
 
 def networks(items, state="merged", force=False):
-    checked = [("config[%d]" % i, vn.check_format(x, "config[%d]" % i)) for i, x in enumerate(items)]
+    checked = [("config[%d]" % i, vn.check_network(x, "config[%d]" % i)) for i, x in enumerate(items)]
     return lambda view: vn.plan_networks(view, checked, state, "ovn", force)
 
 

@@ -22,7 +22,7 @@ def nb(sandbox):
     with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
         for compute in (
                 lambda v: plan_topology(v, {}, "merged"),
-                lambda v: vn.plan_networks(v, [(w, vn.check_format(x, w)) for w, x in (
+                lambda v: vn.plan_networks(v, [(w, vn.check_network(x, w)) for w, x in (
                     ("a", {"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"],
                            "routes": [{"dst": "10.20.0.0/16"}]}),
                     ("b", {"name": "net2", "subnet": "172.16.2.0/24"}))], "merged", "ovn")):
@@ -97,7 +97,7 @@ def test_a_network_changed_in_the_nb_is_read_anew(nb, sandbox):
     pod = pod_ports.Pod("default", "routed", "uid-routed")
     reqs = requests({"name": "net1", "interface": "net0"})
     assert attach(nb, pod, reqs)[0]["routes"] == [{"dst": "10.20.0.0/16", "gw": "172.16.1.1"}]
-    execute(nb, lambda v: vn.plan_networks(v, [("a", vn.check_format(
+    execute(nb, lambda v: vn.plan_networks(v, [("a", vn.check_network(
         {"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.2..172.16.1.9"],
          "routes": [{"dst": "10.30.0.0/16", "gw": "172.16.1.254"}]}, "a"))], "merged", "ovn"), write=True)
     sandbox.nbctl("set", "Logical_Switch", "net2", "other_config:subnet=172.16.4.0/24")

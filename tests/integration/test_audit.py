@@ -59,7 +59,7 @@ def drifted(sandbox, api):
         execute(db, lambda v: plan_gateways(v, [("config[0]", {
             "node": "worker9", "external_ip": "192.168.50.19/24", "external_gateway": "192.168.50.1"})],
             "merged"), write=True)
-        execute(db, lambda v: vn.plan_networks(v, [("a", vn.check_format(
+        execute(db, lambda v: vn.plan_networks(v, [("a", vn.check_network(
             {"name": "net1", "subnet": "172.16.1.0/24"}, "a"))], "merged", "ovn", False), write=True)
         pods = dict((m["metadata"]["name"], Pod("default", m["metadata"]["name"], m["metadata"]["uid"]))
                     for m in (web, odd))

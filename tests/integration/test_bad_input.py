@@ -292,7 +292,7 @@ def build_cluster(box):
                 lambda v: plan_topology(v, {}, "merged"),
                 lambda v: plan_gateways(v, [("c", {"node": "w1", "external_ip": "192.168.50.12/24",
                                                            "external_gateway": "192.168.50.1"})], "merged"),
-                lambda v: vn.plan_networks(v, [("c", vn.check_format(
+                lambda v: vn.plan_networks(v, [("c", vn.check_network(
                     {"name": "netA", "subnet": "172.16.1.0/24", "provider": "a.default"}, "c"))],
                     "merged", "ovn")):
             execute(db, compute, write=True)

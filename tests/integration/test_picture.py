@@ -39,7 +39,7 @@ def cluster(sandbox):
             "node": "worker1", "external_ip": "192.168.50.12/24", "external_gateway": "192.168.50.1"})],
             "merged"), write=True)
         for name, subnet in (("net1", "172.16.1.0/24"), ("net2", "172.16.2.0/24")):
-            execute(db, lambda v, n=name, s=subnet: vn.plan_networks(v, [("a", vn.check_format(
+            execute(db, lambda v, n=name, s=subnet: vn.plan_networks(v, [("a", vn.check_network(
                 {"name": n, "subnet": s}, "a"))], "merged", "ovn", False), write=True)
         web, dbpod = Pod("default", "web", "u-web"), Pod("default", "db", "u-db")
         reconcile(LogicalSwitchPort(), [

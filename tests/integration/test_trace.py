@@ -26,7 +26,7 @@ PORTS = [("default_pod-w1a_eth0", "ovn-net1", "0a:00:00:00:21:03", "172.16.33.3"
 def cluster(sandbox):
     with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
         execute(db, lambda v: plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"), write=True)
-        items = [(w, vn.check_format(x, w)) for w, x in (
+        items = [(w, vn.check_network(x, w)) for w, x in (
             ("a", {"name": "ovn-net1", "subnet": "172.16.33.0/24"}),
             ("b", {"name": "ovn-net2", "subnet": "172.16.44.0/24"}))]
         execute(db, lambda v: vn.plan_networks(v, items, "merged", "ovn", False), write=True)

@@ -105,10 +105,10 @@ def test_readable_delta():
 
 def test_gateway_with_the_subnets_prefix_is_stored_without_it():
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
-    out = vn.check_format({"name": "ovn-net", "subnet": "10.1.20.0/24", "gateway": "10.1.20.1/24"}, "config[0]")
+    out = vn.check_network({"name": "ovn-net", "subnet": "10.1.20.0/24", "gateway": "10.1.20.1/24"}, "config[0]")
     assert str(out["gateway"]) == "10.1.20.1"
     for gateway, text in (("10.1.20.1/16", "says /16, but the network 10.1.20.0/24 is a /24"),
                           ("10.1.20.1/x", "prefix length 'x'"), ("10.1.20.1/24\n", "prefix length")):
         with pytest.raises(ValidationError) as err:
-            vn.check_format({"name": "n", "subnet": "10.1.20.0/24", "gateway": gateway}, "config[0]")
+            vn.check_network({"name": "n", "subnet": "10.1.20.0/24", "gateway": gateway}, "config[0]")
         assert "config[0].gateway" in str(err.value) and text in str(err.value), str(err.value)

@@ -31,7 +31,7 @@ def test_cni_names_with_a_trailing_newline_are_refused():
 @pytest.mark.parametrize("check,value", [
     (lambda v: naming.ovn_name(v, "name"), "net1\n"),
     (lambda v: naming.interface_name(v, "bridge"), "br-ex\n"),
-    (lambda v: vn.check_format({"name": "n", "provider": v}, "config[0]"), "macvlan.default\n"),
+    (lambda v: vn.check_network({"name": "n", "provider": v}, "config[0]"), "macvlan.default\n"),
 ])
 def test_core_names_with_a_trailing_newline_are_refused(check, value):
     check(value.rstrip("\n"))

@@ -161,7 +161,7 @@ def _drift_plan(nb, row):
     """The plan that makes the network ``row`` what its records say (empty
     when it is), or the reason it cannot be planned."""
     network = vn.network_of(row, recorded=True)
-    item = vn.check_format(network.config(), row.name)
+    item = vn.check_network(network.config(), row.name)
     try:
         # force: the recorded settings are the truth here; a port that breaks them is its own finding
         return vn.plan_networks(nb, [(row.name, item)], "merged", "ovn", force=True), None

@@ -17,14 +17,14 @@ __metaclass__ = type
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..ovsdb.execution import CompositePlan, execute
 from ..ovsdb.view import View
-from .networks import BACKENDS, check_format, plan_networks
+from .networks import BACKENDS, check_network, plan_networks
 from .topology import read_topology
 
 
 def check_items(config):
     """``config`` checked item by item, as (where, item) pairs; a network
     declared twice is refused."""
-    items = [("config[%d]" % i, check_format(item, "config[%d]" % i)) for i, item in enumerate(config or [])]
+    items = [("config[%d]" % i, check_network(item, "config[%d]" % i)) for i, item in enumerate(config or [])]
     names = [item["name"] for _where, item in items]
     twice = sorted(set(n for n in names if names.count(n) > 1))
     if twice:

@@ -36,7 +36,8 @@ import re
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.naming import OWNER_KEY, OWNER_VALUE, interface_name, in_range
-from ..ovsdb.execution import Batch, CompositePlan
+from ..ovsdb.declared import CompositeKind, plan_declared
+from ..ovsdb.execution import Batch
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_policies import AddressSet, RouterPolicy
 from ..resources.nb_switches import LogicalSwitchPort
@@ -81,7 +82,7 @@ def _side(value, where):
     return {"interface": value["interface"], "network": value["network"]}
 
 
-def check_format(item, where):
+def check_chain(item, where):
     """Check and normalise one chain without the database."""
     unknown = sorted(set(item) - set(OPTIONS))
     if unknown:
@@ -192,62 +193,53 @@ def read_chains(view):
     return out
 
 
-def plan_chains(view, items, state):
-    """The :class:`CompositePlan` of ``network_chain``: ``items`` are
-    (where, raw item) pairs. Every chain's policies are made exactly what
+class Chains(CompositeKind):
+    """Network function chains: every chain's policies are made exactly what
     its declaration says, in one transaction."""
-    result = CompositePlan("network_chain")
-    current = read_chains(view)
-    if state == "gathered":
-        wanted = set(item.get("name") for _where, item in items)
-        result.gathered = [c for n, c in sorted(current.items()) if not wanted or n in wanted]
-        return result
-    declared, problems = {}, []
-    for where, item in items:
-        try:
-            if state == "deleted":
-                declared[item.get("name")] = None
-                continue
-            if state == "merged" and item.get("name") in current:
-                # merged: the options given, over the chain as it is
-                item = dict(current[item["name"]], **dict((k, v) for k, v in item.items() if v is not None))
-            chain = check_format(item, where)
-            if chain["name"] in declared:
-                raise ValidationError("%s.name: chain %r is declared twice" % (where, chain["name"]))
-            declared[chain["name"]] = (where, chain)
-        except ValidationError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise ValidationError(problems)
-    policies, sets = [], []
-    if state != "deleted":
-        topology = require_topology(view)
-        networks = vn.read_network_settings(view)
-        for name, (where, chain) in sorted(declared.items()):
-            try:
-                p, s = chain_items(chain, networks, topology, where)
-            except ValidationError as exc:
-                problems.extend(exc.problems)
-                continue
-            policies += p
-            sets += s
-        if problems:
-            raise ValidationError(problems)
-    if state == "overridden" or (state == "deleted" and not items):
-        touched = set(current) | set(declared)
-    else:
-        touched = set(declared)
-    for name in sorted(touched):
-        after = declared.get(name)
-        result.record(name, current.get(name), after[1] if after else None)
-    if not touched:
-        return result
-    mode = "merged" if state == "deleted" else "overridden"
-    for resource, wanted in ((RouterPolicy(), policies), (AddressSet(), sets)):
-        checked = validate_config(resource, wanted, "replaced")
-        result.batch.add(plan(resource, checked, "overridden" if mode == "overridden" else "deleted",
-                              view, scope=lambda cur, r=resource: chain_of(cur, r.table) in touched))
-    return result
+
+    name = "network_chain"
+    noun = "chain"
+
+    def read(self, view):
+        return read_chains(view)
+
+    def complete(self, item, current, merge, where, view):
+        if merge and current is not None:
+            # merged: the options given, over the chain as it is
+            item = dict(current, **dict((k, v) for k, v in item.items() if v is not None))
+        return check_chain(item, where)
+
+    def realise(self, view, declaration, result):
+        touched = declaration.touched
+        for name in touched:
+            after = declaration.declared.get(name)
+            result.record(name, declaration.current.get(name), after[1] if after else None)
+        if not touched:
+            return
+        policies, sets, problems = [], [], []
+        if declaration.declared:
+            topology = require_topology(view)
+            networks = vn.read_network_settings(view)
+            for name, (where, chain) in sorted(declaration.declared.items()):
+                try:
+                    p, s = chain_items(chain, networks, topology, where)
+                except ValidationError as exc:
+                    problems.extend(exc.problems)
+                    continue
+                policies += p
+                sets += s
+            if problems:
+                raise ValidationError(problems)
+        for resource, wanted in ((RouterPolicy(), policies), (AddressSet(), sets)):
+            checked = validate_config(resource, wanted, "replaced")
+            result.batch.add(plan(resource, checked, "overridden", view,
+                                  scope=lambda cur, r=resource: chain_of(cur, r.table) in touched))
+
+
+def plan_chains(view, items, state):
+    """The :class:`~..ovsdb.execution.CompositePlan` of ``network_chain``
+    (:class:`Chains`): ``items`` are (where, raw item) pairs."""
+    return plan_declared(Chains(), view, items, state)
 
 
 def _candidates(view, function, resolve):

@@ -59,7 +59,7 @@ def plan_cluster_network(view, topology_item, gateway_items, network_items, stat
         item = dict(item)
         try:
             ports.extend(port_items(item.get("name"), item.pop("ports", None), where))
-            networks.append((where, vn.check_format(item, where)))
+            networks.append((where, vn.check_network(item, where)))
         except ValidationError as exc:
             problems.extend(exc.problems)
     if problems:

@@ -27,7 +27,7 @@ import re
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.naming import OWNER_KEY, OWNER_VALUE, in_range, interface_name, ovn_name
-from ..ovsdb.execution import CompositePlan
+from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.view import cell
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_routers import LogicalRouterPort
@@ -145,7 +145,7 @@ class Network:
         return {"name": self.bridge, "datapath_type": datapath_type, "external_ids": records}
 
 
-def check_format(item, where):
+def check_network(item, where):
     """Formats of the options given; completeness is checked later, after
     merging with what exists."""
     out = dict((k, v) for k, v in item.items() if v is not None)
@@ -376,76 +376,83 @@ def status(current):
     return out
 
 
+class Networks(CompositeKind):
+    """Virtual networks of one backend: ``ovn`` (the view is the NB) or
+    ``ovs`` (the local OVS database). A caller that plans the topology or
+    gateways in the same batch passes them."""
+
+    name = "virtual_network"
+    noun = "network"
+
+    def __init__(self, backend, force=False, underlay_mtu=None, datapath_type="system",
+                 topology=None, gateways=None):
+        self.backend = backend
+        self.force = force
+        self.underlay_mtu = underlay_mtu
+        self.datapath_type = datapath_type
+        self.topology = topology
+        self.gateways = gateways
+
+    def read(self, view):
+        return read_networks(view) if self.backend == "ovn" else read_ovs_networks(view)
+
+    def owned(self, current):
+        return current.owned
+
+    def gather(self, current):
+        return status(current)
+
+    def complete(self, item, current, merge, where, view):
+        return complete(item, current.network if current else None, merge, self.backend, where,
+                        self.underlay_mtu)
+
+    def realise(self, view, declaration, result):
+        ovn = self.backend == "ovn"
+        topology = gateways = None
+        if ovn:
+            topology = self.topology or require_topology(view)
+            gateways = read_gateways(view) if self.gateways is None else self.gateways
+        current = declaration.current
+        declared = list(declaration.declared)
+        deleting = declaration.deleting
+        after = dict((n, cur.network) for n, cur in current.items() if n not in deleting)
+        after.update((n, net) for n, (_w, net) in declaration.declared.items())
+        problems = cross_checks(after, topology, gateways)
+        if not self.force:
+            problems.extend(_safety(current, after, declared, deleting))
+        if problems:
+            raise ValidationError(problems)
+        upserts, deletes = {}, {}
+        for name in declared:
+            network = after[name]
+            objects = network.ovn_items(topology) if ovn else {Bridge: [network.ovs_item(self.datapath_type)]}
+            for resource_class, objs in objects.items():
+                upserts.setdefault(resource_class, []).extend(objs)
+        for name in deleting:
+            keys = current[name].network.ovn_keys() if ovn else {Bridge: [{"name": current[name].network.bridge}]}
+            for resource_class, objs in keys.items():
+                deletes.setdefault(resource_class, []).extend(objs)
+        if ovn:
+            subnets = dict((n, net.subnet) for n, net in after.items())
+            result.batch = build_batch(view, upserts, deletes, topology, subnets, gateways)
+        else:
+            for state_, table in (("merged", upserts), ("deleted", deletes)):
+                if table.get(Bridge):
+                    result.batch.add(plan(Bridge(), validate_config(Bridge(), table[Bridge], state_),
+                                          state_, view))
+        result.networks = after
+        for name in declared + deleting:
+            result.record(name, current[name].network.config() if name in current else None,
+                          after[name].config() if name in after else None)
+
+
 def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
                   datapath_type="system", topology=None, gateways=None):
-    """Plan ``items`` (from :func:`check_format`) of one backend against ``view``.
-
-    ``backend`` is ``ovn`` (``view`` is the NB) or ``ovs`` (the local OVS
-    database). A caller that plans the topology or gateways in the same
-    batch passes them. Raises ValidationError naming every problem; nothing
-    is written before that.
-    """
-    result = CompositePlan("virtual_network")
-    current = read_networks(view) if backend == "ovn" else read_ovs_networks(view)
-    if state == "gathered":
-        wanted = set(item["name"] for _where, item in items)
-        result.gathered = [status(cur) for name, cur in sorted(current.items())
-                           if not wanted or name in wanted]
-        return result
-    if backend == "ovn":
-        topology = topology or require_topology(view)
-        gateways = read_gateways(view) if gateways is None else gateways
-    problems = []
-    after = dict((name, cur.network) for name, cur in current.items())
-    declared, deleting = [], []
-    for where, item in items:
-        name = item["name"]
-        cur = current.get(name)
-        if state == "deleted":
-            if cur is not None:
-                deleting.append(name)
-            continue
-        try:
-            after[name] = complete(item, cur.network if cur else None, state == "merged", backend,
-                                   where, underlay_mtu)
-            declared.append(name)
-        except ValidationError as exc:
-            problems.extend(exc.problems)
-    if state == "overridden" or (state == "deleted" and not items):
-        deleting.extend(n for n, cur in sorted(current.items())
-                        if n not in declared and cur.owned and n not in deleting)
-    after = dict((n, net) for n, net in after.items() if n not in deleting)
-    problems.extend(cross_checks(after, topology, gateways))
-    if not force:
-        problems.extend(_safety(current, after, declared, deleting))
-    if problems:
-        raise ValidationError(problems)
-
-    upserts, deletes = {}, {}
-    for name in declared:
-        network = after[name]
-        items_ = network.ovn_items(topology) if backend == "ovn" else {
-            Bridge: [network.ovs_item(datapath_type)]}
-        for resource_class, objs in items_.items():
-            upserts.setdefault(resource_class, []).extend(objs)
-    for name in deleting:
-        keys = current[name].network.ovn_keys() if backend == "ovn" else {
-            Bridge: [{"name": current[name].network.bridge}]}
-        for resource_class, objs in keys.items():
-            deletes.setdefault(resource_class, []).extend(objs)
-    if backend == "ovn":
-        subnets = dict((n, net.subnet) for n, net in after.items())
-        result.batch = build_batch(view, upserts, deletes, topology, subnets, gateways)
-    else:
-        for state_, table in (("merged", upserts), ("deleted", deletes)):
-            if table.get(Bridge):
-                result.batch.add(plan(Bridge(), validate_config(Bridge(), table[Bridge], state_),
-                                      state_, view))
-    result.networks = after
-    for name in declared + deleting:
-        result.record(name, current[name].network.config() if name in current else None,
-                      after[name].config() if name in after else None)
-    return result
+    """Plan ``items`` (from :func:`check_network`) of one backend against
+    ``view`` (see :class:`Networks`). Raises ValidationError naming every
+    problem; nothing is written before that."""
+    kind = Networks(backend, force, underlay_mtu, datapath_type, topology, gateways)
+    return plan_declared(kind, view, items, state)
 
 
 def _stranded(ip, new, old):

@@ -29,7 +29,7 @@ import re
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.naming import OWNER_KEY, OWNER_VALUE, in_range, interface_name, ovn_name
-from ..ovsdb.execution import CompositePlan
+from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import Change, Plan
 
@@ -84,7 +84,7 @@ def _collector(value, where):
     return {"address": str(ip), "encapsulation": encapsulation, "key": key}
 
 
-def check_format(item, where, filters=tuple(FILTERS.values())):
+def check_remote_tap(item, where, filters=tuple(FILTERS.values())):
     """A remote tap as the operator wrote it -> its config form. ``filters``:
     the ``Mirror.filter`` values the northbound schema has."""
     name = item.get("name")
@@ -150,40 +150,37 @@ def _points_at(port, mirror):
     return any(rule.uuid == mirror.uuid for rule in port.mirror_rules)
 
 
+class RemoteTaps(CompositeKind):
+    """Taps to a remote collector, by name: ``Mirror`` rows, and their
+    source ports' ``mirror_rules``, in one transaction."""
+
+    name = "traffic_tap"
+    noun = "tap"
+
+    def read(self, view):
+        return read_taps(view)
+
+    def complete(self, item, current, merge, where, view):
+        tap = check_remote_tap(item, where, schema_filters(view))
+        row = view.lookup("Mirror", tap["name"])
+        if row is not None and not _ours(row):
+            raise ValidationError("%s.name: mirror %r exists and is not the product's" % (where, tap["name"]))
+        return tap
+
+    def realise(self, view, declaration, result):
+        _realise_mirrors(view, declaration, result)
+
+
 def plan_taps(view, items, state):
-    """``traffic_tap``'s :class:`CompositePlan` for remote collectors, in
-    one transaction: the ``Mirror`` rows, and their source ports'
-    ``mirror_rules``."""
-    result = CompositePlan("traffic_tap")
-    current = read_taps(view)
-    if state == "gathered":
-        wanted = set(item.get("name") for _where, item in items)
-        result.gathered = [t for n, t in sorted(current.items()) if not wanted or n in wanted]
-        return result
-    filters = schema_filters(view)
-    declared, problems = {}, []
-    for where, item in items:
-        try:
-            if state == "deleted":
-                declared[item.get("name")] = None
-                continue
-            tap = check_format(item, where, filters)
-            if tap["name"] in declared:
-                raise ValidationError("%s.name: tap %r is declared twice" % (where, tap["name"]))
-            row = view.lookup("Mirror", tap["name"])
-            if row is not None and not _ours(row):
-                raise ValidationError("%s.name: mirror %r exists and is not the product's" % (where, tap["name"]))
-            declared[tap["name"]] = tap
-        except ValidationError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise ValidationError(problems)
-    wanted = {} if state == "overridden" or (state == "deleted" and not items) else dict(current)
-    for name, tap in declared.items():
-        if tap is None:
-            wanted.pop(name, None)
-        else:
-            wanted[name] = tap
+    """``traffic_tap``'s :class:`~..ovsdb.execution.CompositePlan` for remote
+    collectors (:class:`RemoteTaps`)."""
+    return plan_declared(RemoteTaps(), view, items, state)
+
+
+def _realise_mirrors(view, declaration, result):
+    """The ``Mirror`` rows and ``mirror_rules`` that make ``declaration`` true."""
+    current, wanted = declaration.current, declaration.after
+    problems = []
     tunnels = {}
     for name, tap in sorted(wanted.items()):
         collector = tap["collector"]
@@ -194,7 +191,7 @@ def plan_taps(view, items, state):
         tunnels[tunnel] = name
     if problems:
         raise ValidationError(problems)
-    mirrors = Plan(_Kind(), state)
+    mirrors = Plan(_Kind(), declaration.state)
     for name in sorted(set(current) | set(wanted)):
         before, after = current.get(name), wanted.get(name)
         result.record(name, before, after)
@@ -220,4 +217,3 @@ def plan_taps(view, items, state):
         if ops:
             mirrors.changes.append(Change("update" if before else "create", name, before, after, ops))
     result.batch.add(mirrors)
-    return result

@@ -57,7 +57,7 @@ def _port_of(value, where):
     return "%s_%s_%s" % (value.get("namespace") or "default", value["pod"], value["interface"])
 
 
-def check_format(source, destination, protocol, port, where=""):
+def check_link(source, destination, protocol, port, where=""):
     """The request, checked before anything is read."""
     problems = []
     for name, end, forms in (("source", source, ("port", "pod", "address")),
@@ -281,7 +281,7 @@ def summary(result):
 
 def trace(view, remote, source, destination, protocol="icmp", port=None, timeout=30, tls=None):
     """The whole trace of one link: the microflow, the hops, the verdict."""
-    check_format(source, destination, protocol, port)
+    check_link(source, destination, protocol, port)
     flow = microflow(view, source, destination, protocol, port)
     text = run(remote, flow["switch"], flow["flow"], timeout, tls)
     chassis_of = dict((row.logical_port, _chassis(row)) for row in view.rows("Port_Binding"))

@@ -15,6 +15,7 @@ __metaclass__ = type
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.execution import Batch, CompositePlan
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_routers import LogicalRouter, NAT, StaticRoute
@@ -195,72 +196,75 @@ GATEWAY_OPTIONS = ("node", "chassis", "external_ip", "external_gateway", "physne
                    "vlan", "external_mac")
 
 
-def plan_gateways(view, items, state, topology=None, wire=True):
-    """Plan node gateways; ``items`` are (where, raw item) pairs. A caller
-    that plans the topology in the same batch passes it as ``topology``.
-    The plan's ``gateways`` are the gateways as they will be."""
-    result = CompositePlan("node_gateway")
-    current = read_gateways(view)
-    result.gateways = current
-    if state == "gathered":
-        wanted = set(item["node"] for _where, item in items)
-        result.gathered = [g.config() for n, g in sorted(current.items()) if not wanted or n in wanted]
-        return result
-    topology = topology or require_topology(view)
-    problems, declared, deleting = [], {}, []
-    for where, item in items:
-        node = item.get("node")
-        if state == "deleted":
-            if node in current:
-                deleting.append(node)
-            continue
+class Gateways(CompositeKind):
+    """Node gateways, by node. A caller that plans the topology in the same
+    batch passes it; ``wire`` false leaves the routes and SNAT to it."""
+
+    name = "node_gateway"
+    noun = "gateway"
+    key = "node"
+
+    def __init__(self, topology=None, wire=True):
+        self.topology = topology
+        self.wire = wire
+
+    def read(self, view):
+        return read_gateways(view)
+
+    def gather(self, current):
+        return current.config()
+
+    def complete(self, item, current, merge, where, view):
         raw = dict(item)
-        if state == "merged" and node in current:
-            for option, value in current[node].config().items():
+        if merge and current is not None:
+            # merged: the options not given, as they are (the join address
+            # is assigned again below when it is not given)
+            for option, value in current.config().items():
                 if raw.get(option) is None and option != "join_ip":
                     raw[option] = value
-        if node in declared:
-            problems.append("%s.node: gateway %s is declared twice" % (where, node))
-            continue
+        return validate_gateway(raw, where)
+
+    def realise(self, view, declaration, result):
+        topology = self.topology or require_topology(view)
+        current, deleting = declaration.current, declaration.deleting
+        declared = dict((node, gateway) for node, (_w, gateway) in declaration.declared.items())
+        after = declaration.after
+        assign_join_ips([after[n] for n in sorted(after)], topology, current)
+        networks = read_network_subnets(view)
+        named = [("network " + n, net) for n, net in sorted(networks.items())]
+        named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
+        named.extend(external_networks(after))
+        problems, owners = [], {}
+        for node, gateway in sorted(after.items()):
+            if gateway.external_ip in owners:
+                problems.append("node %s: external_ip %s is already node %s's" % (
+                    node, gateway.external_ip, owners[gateway.external_ip]))
+            owners[gateway.external_ip] = node
         try:
-            declared[node] = validate_gateway(raw, where)
+            check_no_overlap(named)
         except ValidationError as exc:
             problems.extend(exc.problems)
-    if state == "overridden" or (state == "deleted" and not items):
-        deleting.extend(n for n in sorted(current) if n not in declared and n not in deleting)
-    after = dict((n, g) for n, g in current.items() if n not in deleting)
-    after.update(declared)
-    if problems:
-        raise ValidationError(problems)
-    assign_join_ips([after[n] for n in sorted(after)], topology, current)
-    networks = read_network_subnets(view)
-    named = [("network " + n, net) for n, net in sorted(networks.items())]
-    named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
-    named.extend(external_networks(after))
-    owners = {}
-    for node, gateway in sorted(after.items()):
-        if gateway.external_ip in owners:
-            problems.append("node %s: external_ip %s is already node %s's" % (
-                node, gateway.external_ip, owners[gateway.external_ip]))
-        owners[gateway.external_ip] = node
-    try:
-        check_no_overlap(named)
-    except ValidationError as exc:
-        problems.extend(exc.problems)
-    if problems:
-        raise ValidationError(problems)
-    upserts, deletes = {}, {}
-    for node in sorted(declared):
-        for resource_class, objs in after[node].items(topology).items():
-            upserts.setdefault(resource_class, []).extend(objs)
-    for node in deleting:
-        for resource_class, objs in current[node].object_keys().items():
-            deletes.setdefault(resource_class, []).extend(objs)
-    result.batch = build_batch(view, upserts, deletes, topology, networks, after, wire)
-    result.gateways = after
-    for node in sorted(declared):
-        result.record(node, current[node].config() if node in current else None,
-                      after[node].config())
-    for node in deleting:
-        result.record(node, current[node].config(), None)
+        if problems:
+            raise ValidationError(problems)
+        upserts, deletes = {}, {}
+        for node in sorted(declared):
+            for resource_class, objs in after[node].items(topology).items():
+                upserts.setdefault(resource_class, []).extend(objs)
+        for node in deleting:
+            for resource_class, objs in current[node].object_keys().items():
+                deletes.setdefault(resource_class, []).extend(objs)
+        result.batch = build_batch(view, upserts, deletes, topology, networks, after, self.wire)
+        result.gateways = after
+        for node in sorted(declared):
+            result.record(node, current[node].config() if node in current else None, after[node].config())
+        for node in deleting:
+            result.record(node, current[node].config(), None)
+
+
+def plan_gateways(view, items, state, topology=None, wire=True):
+    """Plan node gateways (:class:`Gateways`); ``items`` are (where, raw
+    item) pairs. The plan's ``gateways`` are the gateways as they will be."""
+    result = plan_declared(Gateways(topology, wire), view, items, state)
+    if not hasattr(result, "gateways"):
+        result.gateways = read_gateways(view)
     return result

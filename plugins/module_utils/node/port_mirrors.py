@@ -25,7 +25,7 @@ import re
 from ..common.errors import ValidationError
 from ..cluster.remote_mirrors import DIRECTIONS, K_TAP, tap_end
 from ..common.naming import OWNER_KEY, OWNER_VALUE
-from ..ovsdb.execution import CompositePlan
+from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
 
@@ -40,7 +40,8 @@ class _Kind:
     identity = ("name",)
 
 
-def check_format(item, where):
+def check_port_tap(item, where):
+    """A tap to a pod on the node as the operator wrote it -> its config form."""
     name = item.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValidationError("%s.name: %r: lower-case letters, digits and '-', at most 50" % (where, name))
@@ -123,37 +124,37 @@ def _mirror_plan(view, taps, bridge_name):
     return result
 
 
+class PortTaps(CompositeKind):
+    """Taps to a collector pod on this node, by name: declared in
+    ``Open_vSwitch:external_ids``, and made OVS mirrors whenever both ends
+    are on ``bridge``."""
+
+    name = "traffic_tap"
+    noun = "tap"
+
+    def __init__(self, bridge=DEFAULT_BRIDGE):
+        self.bridge = bridge
+
+    def read(self, view):
+        return read_taps(view)
+
+    def complete(self, item, current, merge, where, view):
+        return check_port_tap(item, where)
+
+    def realise(self, view, declaration, result):
+        _realise_declarations(view, declaration, result, self.bridge)
+
+
 def plan_taps(view, items, state, bridge=DEFAULT_BRIDGE):
-    """``traffic_tap``'s :class:`CompositePlan`: the declarations in
-    ``Open_vSwitch:external_ids``, and the mirrors they make now."""
-    result = CompositePlan("traffic_tap")
-    current = read_taps(view)
-    if state == "gathered":
-        wanted = set(item.get("name") for _where, item in items)
-        result.gathered = [t for n, t in sorted(current.items()) if not wanted or n in wanted]
-        return result
-    declared, problems = {}, []
-    for where, item in items:
-        try:
-            if state == "deleted":
-                declared[item.get("name")] = None
-                continue
-            tap = check_format(item, where)
-            if tap["name"] in declared:
-                raise ValidationError("%s.name: tap %r is declared twice" % (where, tap["name"]))
-            declared[tap["name"]] = tap
-        except ValidationError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise ValidationError(problems)
-    wanted = dict(current)
-    if state == "overridden" or (state == "deleted" and not items):
-        wanted = {}
-    for name, tap in declared.items():
-        if tap is None:
-            wanted.pop(name, None)
-        else:
-            wanted[name] = tap
+    """``traffic_tap``'s :class:`~..ovsdb.execution.CompositePlan` for
+    collectors on the node (:class:`PortTaps`)."""
+    return plan_declared(PortTaps(bridge), view, items, state)
+
+
+def _realise_declarations(view, declaration, result, bridge):
+    """The declarations as ``Open_vSwitch:external_ids`` keys, and the
+    mirrors they make now."""
+    current, wanted, state = declaration.current, declaration.after, declaration.state
     for name in sorted(set(current) | set(wanted)):
         result.record(name, current.get(name), wanted.get(name))
     root = view.rows("Open_vSwitch")[0]
@@ -171,7 +172,6 @@ def plan_taps(view, items, state, bridge=DEFAULT_BRIDGE):
         records.changes.append(Change("update", "declarations", None, None, ops))
     result.batch.add(records)
     result.batch.add(_mirror_plan(view, wanted, bridge))
-    return result
 
 
 def plan_follow(view, bridge=DEFAULT_BRIDGE):

@@ -16,6 +16,16 @@ WRITE_STATES = ("merged", "replaced", "overridden", "deleted")
 _ABSENT = object()
 
 
+def wipes_everything(state, items):
+    """Whether a task deletes every object of its kind the product owns and
+    did not declare: ``overridden``, or ``deleted`` with nothing named.
+
+    The most dangerous rule of the engine, in one place: a caller that plans
+    ``deleted`` with an empty list it built itself (a repair with nothing to
+    mend) deletes everything. Such a caller must not plan at all."""
+    return state == "overridden" or (state == "deleted" and not items)
+
+
 class Change:
     """What happens to one object: ``create``, ``update`` or ``delete``."""
 
@@ -184,7 +194,7 @@ def plan(resource, items, state, view, scope=None):
             problems.extend(exc.problems)
     if problems:
         raise ValidationError(problems)
-    if state == "overridden" or (state == "deleted" and not items):
+    if wipes_everything(state, items):
         for key, cur in sorted(current.items(), key=lambda kv: _sort_key(kv[0])):
             if key in declared or key in duplicates or not resource.is_owned(cur):
                 continue
