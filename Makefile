@@ -106,17 +106,20 @@ docs-site:
 	$(VENV)/bin/sphinx-build -q -b html -c docs $(DOCS_BUILD)/rst $(DOCS_BUILD)/html
 	@echo "docs: $(DOCS_BUILD)/html/index.html"
 
+# Each benchmark runs as a module from the checkout's root, so that it
+# imports the harness as tests.harness (README and testing.rst list them
+# all: tests/unit/test_harness_layout.py checks).
 bench: venv
-	$(PY) benchmarks/ovsdb_bulk.py
-	$(PY) benchmarks/topology.py
-	$(PY) benchmarks/watcher.py
-	$(PY) benchmarks/cni.py
-	$(PY) benchmarks/churn.py
-	$(PY) benchmarks/services.py
-	$(PY) benchmarks/audit.py
-	$(PY) benchmarks/scale.py
-	$(PY) benchmarks/resync.py
-	$(PY) benchmarks/raft.py
+	$(PY) -m benchmarks.ovsdb_bulk
+	$(PY) -m benchmarks.topology
+	$(PY) -m benchmarks.watcher
+	$(PY) -m benchmarks.cni
+	$(PY) -m benchmarks.churn
+	$(PY) -m benchmarks.services
+	$(PY) -m benchmarks.audit
+	$(PY) -m benchmarks.scale
+	$(PY) -m benchmarks.resync
+	$(PY) -m benchmarks.raft
 
 # Molecule scenarios under extensions/molecule, against this working tree,
 # each as scenario:release. The roles' scenarios and the RAFT central run on

@@ -16,21 +16,16 @@ while pods grow tenfold.
 import json
 import os
 import shutil
-import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from common import Ansible, Sandbox  # noqa: E402
+from benchmarks.common import Ansible, Sandbox
 
 SIZES = (100, 1000)
 
 
 def main():
     ansible = Ansible()
-    sys.path.insert(0, os.path.join(ansible.work, "collections"))
-    from kube_api_standin import WATCHER, KubeAPIStandIn
+    from tests.harness.kube_api_standin import WATCHER, KubeAPIStandIn
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import Pod
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES

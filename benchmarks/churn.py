@@ -4,30 +4,26 @@ watcher is killed with SIGKILL and restarted, the NB ovsdb-server
 restarted, the API answers 500 and 410, deletes land during retries and
 the node agent restarts. Then it waits for convergence and compares, from
 outside the product, the NB's pod ports and the node's OVS ports with the
-live pods' requests (tests/churn_env.py; the suite runs the same code
+live pods' requests (tests/harness/churn_env.py; the suite runs the same code
 shorter, tests/functional/test_churn.py).
 
 The baseline, measured first in the same run: the same churn, shorter and
 without faults, and its time to converge after the last operation.
 
-Usage: python benchmarks/churn.py [OPS] [FAULTS]   (default 2000 and 24)
+Usage: python -m benchmarks.churn [OPS] [FAULTS]   (default 2000 and 24)
 Last line, exactly:
 ``churn: ops=<n> faults=<k> leaked=<a> resurrected=<b> duplicated_ips=<c> missing=<d> converge_s=<x>``
 """
 
-import os
 import shutil
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from common import Ansible  # noqa: E402
+from benchmarks.common import Ansible
 
 
 def soak(collections, ops, faults, seed):
-    from churn_env import Churn, line  # noqa: needs the collection on the path
+    from tests.harness.churn_env import Churn, line
     tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-churn-")
     churn = Churn(tmp, collections, seed=seed)
     try:
@@ -42,8 +38,7 @@ def main(argv=None):
     ops = int(argv[0]) if argv else 2000
     faults = int(argv[1]) if len(argv) > 1 else 24
     ansible = Ansible()      # only for its collection path
-    collections = os.path.join(ansible.work, "collections")
-    sys.path.insert(0, collections)
+    collections = ansible.collections
     try:
         baseline, stages = soak(collections, max(50, ops // 10), 0, seed=3)
         print("baseline (no faults, %d ops): %s stages=%s" % (max(50, ops // 10), baseline, stages), flush=True)

@@ -18,21 +18,12 @@ Last line: ``add_p50_ms=<a> add_p99_ms=<b> del_p50_ms=<c> baseline_add_p50_ms=<d
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from common import Ansible  # noqa: E402
+from benchmarks.common import Ansible, percentile
 
 ROUNDS = 100
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
 def timed(function):
@@ -43,10 +34,9 @@ def timed(function):
 
 def main():
     ansible = Ansible()      # only for its collection path
-    collections = os.path.join(ansible.work, "collections")
-    sys.path.insert(0, collections)
-    from cni_env import Env  # noqa: needs the collection on the path
-    from cni_runtime import call  # noqa
+    collections = ansible.collections
+    from tests.harness.cni_env import Env
+    from tests.harness.cni_runtime import call
     tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-cni-")
     env = Env(tmp, collections)
     adds, dels, baseline = [], [], []

@@ -1,4 +1,7 @@
-"""Shared by the benchmarks: the collection on a path, and timed playbooks.
+"""Shared by the benchmarks: the collection on a path, timed playbooks and
+percentiles. Each benchmark runs as a module from the checkout's root
+(``python -m benchmarks.<name>``), so that it imports the harness as
+``tests.harness``.
 
 A task's time is the wall time of ``ansible-playbook`` running it, minus
 the wall time of an empty playbook measured in the same run, so that
@@ -13,13 +16,18 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tests.harness import collection
+from tests.harness.playbook import ansible_env
+from tests.harness.sandbox import Sandbox
 
-from playbook import ansible_env  # noqa: E402
-from sandbox import Sandbox  # noqa: E402
+__all__ = ["Ansible", "Sandbox", "cpu_seconds", "percentile"]
 
-__all__ = ["Ansible", "Sandbox", "cpu_seconds"]
+
+def percentile(values, fraction):
+    """The value at ``fraction`` (0.5: the median, 0.99: p99) of ``values``,
+    nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
 def cpu_seconds(pids):
@@ -45,10 +53,8 @@ class Ansible:
 
     def __init__(self):
         self.work = tempfile.mkdtemp(prefix="ovn4nfv-bench-")
-        collections = os.path.join(self.work, "collections")
-        os.makedirs(os.path.join(collections, "ansible_collections", "ovn4nfv"))
-        os.symlink(ROOT, os.path.join(collections, "ansible_collections", "ovn4nfv", "k8s"))
-        self.env = ansible_env(collections, self.work)
+        self.collections = collection.build(os.path.join(self.work, "collections"))
+        self.env = ansible_env(self.collections, self.work)
         self._empty = None
 
     def run(self, tasks, extra_vars=None):

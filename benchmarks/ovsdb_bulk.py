@@ -9,7 +9,7 @@ Last line: ``bulk_s=<x> nbctl_loop_s=<y> speedup=<y/x> noop_s=<z>``
 
 import time
 
-from common import Ansible, Sandbox
+from benchmarks.common import Ansible, Sandbox
 
 SWITCHES = 10
 PORTS = 1000

@@ -14,16 +14,11 @@ Last line:
 ``raft: single_tps=<standalone> cluster_single_tps=<c> single_ratio=<c/s> batched_pps=<s> cluster_batched_pps=<c> batched_ratio=<c/s>``
 """
 
-import os
-import sys
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from common import Ansible  # noqa: E402
-from raft_env import Northbound  # noqa: E402
+from benchmarks.common import Ansible
+from tests.harness.raft_env import Northbound
 
 SINGLE, BATCHED, THREADS = 400, 2000, 32
 ELECTION_TIMER = 1000       # the role's default, ovn_central_election_timer
@@ -68,7 +63,6 @@ def measure(remote, core):
 
 def main():
     ansible = Ansible()      # only for its collection path
-    sys.path.insert(0, os.path.join(ansible.work, "collections"))
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.batching import Committer
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute

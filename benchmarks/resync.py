@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 
-from common import Ansible, Sandbox
+from benchmarks.common import Ansible, Sandbox
 
 PODS = int(sys.argv[1]) if len(sys.argv) > 1 else 10000     # another size, to try it
 ROUND = 500
@@ -117,10 +117,9 @@ def start(tmp, collections, box, api, Cluster):
 
 def main():
     ansible = Ansible()      # only for its collection path
-    collections = os.path.join(ansible.work, "collections")
-    sys.path.insert(0, collections)
-    from watcher_env import Cluster  # noqa: needs the collection on the path
-    from kube_api_standin import KubeAPIStandIn
+    collections = ansible.collections
+    from tests.harness.watcher_env import Cluster
+    from tests.harness.kube_api_standin import KubeAPIStandIn
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann, pod_addresses, pod_ports
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb

@@ -15,7 +15,7 @@ Last line:
 import json
 import statistics
 
-from common import Ansible, Sandbox
+from benchmarks.common import Ansible, Sandbox
 
 PER_SWITCH = 100
 CALL = 5            # switches per ovsdb-client call (its argument stays under the kernel's 128 KiB)

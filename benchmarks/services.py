@@ -12,27 +12,17 @@ Last line: ``services=100 endpoints=2000 update_p50_ms=<x> update_p99_ms=<y>``
 """
 
 import json
-import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from common import Ansible  # noqa: E402
+from benchmarks.common import Ansible, percentile
 
 SERVICES = 100
 PER_SERVICE = 20
 CHANGES = 200
 NETWORKS = [{"name": "svcnet", "subnet": "10.100.0.0/16"}, {"name": "default-net", "subnet": "10.240.0.0/16"}]
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
 def backends(idl, name):
@@ -44,9 +34,8 @@ def backends(idl, name):
 
 def main():
     ansible = Ansible()      # only for its collection path
-    collections = os.path.join(ansible.work, "collections")
-    sys.path.insert(0, collections)
-    from watcher_env import Cluster  # noqa: needs the collection on the path
+    collections = ansible.collections
+    from tests.harness.watcher_env import Cluster
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb

@@ -11,7 +11,7 @@ Last line: ``topology_s=<x> nbctl_s=<y> speedup=<y/x> noop_s=<z>``
 
 import time
 
-from common import Ansible, Sandbox
+from benchmarks.common import Ansible, Sandbox
 
 NETWORKS, PORTS, NODES = 50, 20, 3
 JOIN = "100.64.1"

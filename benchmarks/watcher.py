@@ -23,14 +23,10 @@ Last line: ``pods=500 pods_per_s=<x> p50_ms=<y> p99_ms=<z> steady_p99_ms=<w>``
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from common import Ansible, cpu_seconds  # noqa: E402
+from benchmarks.common import Ansible, cpu_seconds, percentile
 
 PODS = 500
 STEADY_RATE, STEADY_SECONDS = 50, 20
@@ -46,16 +42,10 @@ def create(api, index):
     return ("bench", "pod%d" % index)
 
 
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-
 def main():
     ansible = Ansible()      # only for its collection path
-    collections = os.path.join(ansible.work, "collections")
-    sys.path.insert(0, collections)
-    from watcher_env import Cluster  # noqa: needs the collection on the path
+    collections = ansible.collections
+    from tests.harness.watcher_env import Cluster
     tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-watcher-")
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.watcher import Config
     workers = Config.DEFAULTS["workers"]

@@ -1,26 +1,19 @@
 """Shared fixtures: the collection on an import path, and real daemons.
 
 The working tree is exposed as ``ansible_collections/ovn4nfv/k8s`` through
-a symlink in a temporary directory, so that tests, ``ansible-playbook`` and
-``ansible-doc`` all use the code as it is, not an installed copy.
+a symlink in a temporary directory (:mod:`tests.harness.collection`), so
+that tests, ``ansible-playbook`` and ``ansible-doc`` all use the code as it
+is, not an installed copy. The checkout's root is on ``sys.path``
+(``pythonpath = .`` in pytest.ini): shared code is imported as
+``tests.harness.<name>``.
 """
-
-import os
-import shutil
-import sys
-import tempfile
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tests.harness import collection
+from tests.harness.sandbox import Sandbox
 
-COLLECTIONS = tempfile.mkdtemp(prefix="ovn4nfv-collections-")
-os.makedirs(os.path.join(COLLECTIONS, "ansible_collections", "ovn4nfv"))
-os.symlink(ROOT, os.path.join(COLLECTIONS, "ansible_collections", "ovn4nfv", "k8s"))
-sys.path.insert(0, COLLECTIONS)
-
-from sandbox import Sandbox  # noqa: E402  (needs the path above)
+COLLECTIONS = collection.importable()
 
 
 @pytest.fixture(scope="session")
@@ -39,10 +32,5 @@ def sandbox():
 
 
 def pytest_sessionfinish(session, exitstatus):
-    # the link first, so that nothing can follow it into the tree; then the
-    # directories (each pytest process, xdist's workers too, made its own)
-    try:
-        os.unlink(os.path.join(COLLECTIONS, "ansible_collections", "ovn4nfv", "k8s"))
-    except OSError:
-        pass
-    shutil.rmtree(COLLECTIONS, ignore_errors=True)
+    # each pytest process, xdist's workers too, made its own tree
+    collection.discard()

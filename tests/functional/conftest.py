@@ -2,7 +2,7 @@
 
 import pytest
 
-from watcher_env import Cluster
+from tests.harness.watcher_env import Cluster
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ def test_controller_version_read_over_its_control_socket_and_judged(collections_
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import host_audit
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
-    from dataplane import Node
+    from tests.harness.dataplane import Node
 
     node = Node()
     try:

@@ -7,7 +7,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import chains
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
-from watcher_env import Cluster, ovn_network
+from tests.harness.watcher_env import Cluster, ovn_network
 
 CHAIN = {"name": "fw", "source_network": "net1", "destination_network": "net2",
          "source_selector": {"app": "client"},

@@ -4,7 +4,7 @@ of fault is injected once; then, read from outside the product, no port
 leaked, none came back after its pod was deleted, no address is held
 twice, and nothing a live pod needs is missing, in the NB or on the node."""
 
-from churn_env import FAULTS, Churn, line
+from tests.harness.churn_env import FAULTS, Churn, line
 
 
 def test_churn_with_every_fault_converges_clean(tmp_path, collections_path):

@@ -14,11 +14,11 @@ import time
 import netaddr
 import pytest
 
-from cni_env import Env
+from tests.harness.cni_env import Env
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cni
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from cni_runtime import call
-from dataplane import ip, ns_name, ping, tcp_exchange
+from tests.harness.cni_runtime import call
+from tests.harness.dataplane import ip, ns_name, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
@@ -56,7 +56,7 @@ def test_two_pods_with_two_interfaces_reach_each_other(env):
     assert "10.20.0.0/16 via 172.16.1.1 dev net0" in routes, "the network's routes are there"
 
 
-FRAMES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "frames.py")
+FRAMES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness", "frames.py")
 
 
 def test_port_security_drops_a_pod_that_claims_another_pods_addresses(env):
@@ -312,7 +312,7 @@ def _pod_links(netns):
 
 
 def test_an_add_that_fails_after_its_veth_leaves_nothing_and_the_retry_succeeds(env):
-    """An MTU the kernel refuses (injected once, by tests/agent_faults.py)
+    """An MTU the kernel refuses (injected once, by tests/harness/agent_faults.py)
     fails the ADD after the veth was made; a pod that already has a
     default route fails it after its first interface was finished. Each
     time nothing is left, on the node, in the pod or in OVS, and the retry
@@ -380,7 +380,7 @@ def test_an_add_whose_veth_name_is_taken_leaves_the_other_interface_alone(env):
 
 def test_an_add_whose_address_the_kernel_refuses_leaves_nothing(env):
     """The address step fails (the kernel's answer replaced by ENOBUFS,
-    once, by tests/agent_faults.py): the veth made before it goes, and
+    once, by tests/harness/agent_faults.py): the veth made before it goes, and
     the runtime's retry succeeds."""
     static = "172.16.1.77"
     with env.agent_variant(faults={"address": static}):

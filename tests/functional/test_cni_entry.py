@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from cni_runtime import call, install_plugin
+from tests.harness.cni_runtime import call, install_plugin
 
 CONFIG = {"cniVersion": "1.0.0", "name": "ovn", "type": "ovn4nfv"}
 

@@ -22,7 +22,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import service
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import remote_mirrors
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import port_mirrors
 
-from dataplane import Node, ip, ping, tcp_exchange
+from tests.harness.dataplane import Node, ip, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile

@@ -11,7 +11,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons import kube
-from kube_api_standin import KubeAPIStandIn, service_account_user
+from tests.harness.kube_api_standin import KubeAPIStandIn, service_account_user
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ import urllib.request
 import pytest
 import yaml
 
-from cni_env import Env
-from kube_api_standin import NODE_AGENT, PRODUCT_RBAC, WATCHER, KubeAPIStandIn, service_account_user
-from watcher_env import Cluster, ovn_network
+from tests.harness.cni_env import Env
+from tests.harness.kube_api_standin import NODE_AGENT, PRODUCT_RBAC, WATCHER, KubeAPIStandIn, service_account_user
+from tests.harness.watcher_env import Cluster, ovn_network
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 
 WATCHER_USER = service_account_user(WATCHER)[0]

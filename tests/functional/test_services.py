@@ -12,7 +12,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import V
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
-from watcher_env import Cluster, ovn_network
+from tests.harness.watcher_env import Cluster, ovn_network
 
 NET = {services.NETWORK_ANNOTATION: "net1"}
 HTTP = [{"name": "http", "containerPort": 8080}]

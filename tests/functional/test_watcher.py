@@ -2,18 +2,14 @@
 a real NB with ovn-northd doing the dynamic allocation."""
 
 import json
-import os
-import sys
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import AddressIndex
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons import multus
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
-from watcher_env import ovn_network
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
-from test_annotations import BAD  # noqa: E402  (the parser's catalogue, reused end to end)
+from tests.harness.annotation_cases import BAD  # the parser's catalogue, reused end to end
+from tests.harness.watcher_env import ovn_network
 
 
 def test_static_and_dynamic_interfaces(k8s):

@@ -6,7 +6,7 @@ the stand-in's pods and Events, the watcher's log."""
 import json
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from watcher_env import Cluster, ovn_network
+from tests.harness.watcher_env import Cluster, ovn_network
 
 
 def test_pod_deleted_during_a_retry_does_not_come_back(k8s):

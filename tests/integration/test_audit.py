@@ -18,9 +18,9 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import Port
 
-from kube_api_standin import WATCHER, KubeAPIStandIn
-from playbook import run_playbook
-from sandbox import stable_dump
+from tests.harness.kube_api_standin import WATCHER, KubeAPIStandIn
+from tests.harness.playbook import run_playbook
+from tests.harness.sandbox import stable_dump
 from test_examples import example_tasks
 
 REQUEST = {ann.OVN_NETWORK: json.dumps([{"name": "net1", "interface": "net0"}])}

@@ -13,8 +13,8 @@ import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import servers
 
-from playbook import run_playbook
-from raft_env import Northbound
+from tests.harness.playbook import run_playbook
+from tests.harness.raft_env import Northbound
 
 
 @pytest.fixture

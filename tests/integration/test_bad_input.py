@@ -12,8 +12,8 @@ import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
-from playbook import run_playbook
-from sandbox import Sandbox, stable_dump
+from tests.harness.playbook import run_playbook
+from tests.harness.sandbox import Sandbox, stable_dump
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute

@@ -3,8 +3,8 @@ that writes nothing, create, a second run that changes nothing, merged,
 replaced, overridden, deleted, gathered, rendered, and refusals that name
 the part and write nothing."""
 
-from playbook import run_playbook
-from sandbox import rows_from_json, stable_dump
+from tests.harness.playbook import run_playbook
+from tests.harness.sandbox import rows_from_json, stable_dump
 
 NETS = [{"name": "left", "subnet": "172.16.1.0/24", "backend": "ovn"},
         {"name": "right", "subnet": "172.16.2.0/24", "backend": "ovn"},

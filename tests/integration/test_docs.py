@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from browser import chromium, png_pixels
+from tests.harness.browser import chromium, png_pixels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULES = sorted(p[:-3] for p in os.listdir(os.path.join(ROOT, "plugins", "modules")) if p.endswith(".py"))

@@ -6,7 +6,7 @@ import os
 
 import yaml
 
-from playbook import run_playbook
+from tests.harness.playbook import run_playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

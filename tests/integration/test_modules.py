@@ -15,8 +15,8 @@ state is checked from outside the code under test.
 
 import pytest
 
-from playbook import run_playbook
-from sandbox import rows_from_json, stable_dump
+from tests.harness.playbook import run_playbook
+from tests.harness.sandbox import rows_from_json, stable_dump
 
 OWNER = {"ovn4nfv-owner": "ovn4nfv.k8s"}
 

@@ -2,8 +2,8 @@
 against real daemons: create, re-run, check mode, update, every refusal,
 forced delete, overridden, query, the OVS backend and auto discovery."""
 
-from playbook import run_playbook
-from sandbox import rows_from_json, stable_dump
+from tests.harness.playbook import run_playbook
+from tests.harness.sandbox import rows_from_json, stable_dump
 
 NETS = [{"name": "net1", "subnet": "172.16.1.0/24", "exclude_ips": ["172.16.1.200..172.16.1.250"]},
         {"name": "net2", "subnet": "172.16.2.0/24", "provider": "macvlan.default"}]

@@ -17,7 +17,7 @@ import zipfile
 import pytest
 import yaml
 
-from playbook import ansible_env, run_playbook
+from tests.harness.playbook import ansible_env, run_playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)

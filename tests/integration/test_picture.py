@@ -17,8 +17,8 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connectio
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
-from browser import chromium, colour, screenshot, shown
-from playbook import run_playbook
+from tests.harness.browser import chromium, colour, screenshot, shown
+from tests.harness.playbook import run_playbook
 from test_examples import example_tasks
 
 DRIFT = {"class": "network_drift", "severity": "error", "layer": "nb", "objects": ["net2"],

@@ -7,9 +7,9 @@ tests/functional/test_dataplane.py.)"""
 import json
 import shlex
 
-from playbook import run_playbook
+from tests.harness.playbook import run_playbook
 from test_examples import examples
-from sandbox import rows_from_json, stable_dump
+from tests.harness.sandbox import rows_from_json, stable_dump
 
 TAP = {"name": "web-tap", "source": {"pod": "web", "interface": "net0"},
        "collector": {"port": "default_col_eth1"}, "direction": "egress"}

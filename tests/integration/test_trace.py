@@ -13,7 +13,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_routers import StaticRoute
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
-from playbook import run_playbook
+from tests.harness.playbook import run_playbook
 from test_examples import example_tasks
 
 PORTS = [("default_pod-w1a_eth0", "ovn-net1", "0a:00:00:00:21:03", "172.16.33.3"),

@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from dataplane import Node, ip, ping
-from playbook import run_playbook
+from tests.harness.dataplane import Node, ip, ping
+from tests.harness.playbook import run_playbook
 from test_examples import examples
 
 # The seed topology's worker addresses, as in the EXAMPLES; they exist only

@@ -1,7 +1,7 @@
 """A real browser for the tests: headless Chromium on local files, and
 what its screenshots show.
 
-``python3 tests/browser.py picture SVG`` takes a screenshot of a picture
+``python3 -m tests.harness.browser picture SVG`` takes a screenshot of a picture
 network_picture wrote and checks that each object's shape is shown filled
 in its colour where the SVG places it; it prints
 ``shown <id>`` for each object shown (its graph node id, as the SVG's

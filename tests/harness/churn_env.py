@@ -26,9 +26,9 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import network
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
-from cni_env import Env
-from dataplane import ip
-from watcher_env import Cluster, PortLog
+from tests.harness.cni_env import Env
+from tests.harness.dataplane import ip
+from tests.harness.watcher_env import Cluster, PortLog
 
 TINY = {"name": "tiny", "subnet": "172.16.9.0/29"}      # 5 addresses
 NETWORKS = ("net1", "net2", "tiny")

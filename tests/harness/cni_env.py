@@ -16,9 +16,10 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs a
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
-from cni_runtime import call, install_plugin
-from dataplane import Node, ip
-from kube_api_standin import NODE_AGENT, KubeAPIStandIn
+from tests.harness import collection
+from tests.harness.cni_runtime import call, install_plugin
+from tests.harness.dataplane import Node, ip
+from tests.harness.kube_api_standin import NODE_AGENT, KubeAPIStandIn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
@@ -62,12 +63,12 @@ class Env:
 
     def start_agent(self, faults=None):
         """The agent as a process; with ``faults``, through
-        tests/agent_faults.py, which injects them."""
+        tests/harness/agent_faults.py, which injects them."""
         if os.path.exists(self.socket):
             os.unlink(self.socket)
-        module = ["agent_faults", json.dumps(faults)] if faults else [
+        module = ["tests.harness.agent_faults", json.dumps(faults)] if faults else [
             "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.node_agent"]
-        path = os.pathsep.join([self.collections, os.path.dirname(os.path.abspath(__file__))])
+        path = os.pathsep.join([self.collections, collection.ROOT])
         self.agent = subprocess.Popen(
             [sys.executable, "-m"] + module + ["--config", self.config_path], env=dict(os.environ, PYTHONPATH=path),
             stdout=self.log, stderr=self.log)

@@ -14,7 +14,7 @@ import os
 import subprocess
 import uuid
 
-from sandbox import Sandbox
+from tests.harness.sandbox import Sandbox
 
 
 def ns_name(netns):

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import tempfile
 
-from sandbox import terminate
+from tests.harness.sandbox import terminate
 
 SCHEMA = "/usr/share/ovn/ovn-nb.ovsschema"
 

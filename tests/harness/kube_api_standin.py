@@ -98,7 +98,7 @@ _NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
 _RESOURCE = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/[^/]+)"
                        r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[^/]+)"
                        r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?/?$")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The product's RBAC manifests: the watcher's and the node agent's.
 PRODUCT_RBAC = (os.path.join(ROOT, "roles", "watcher", "files", "rbac.yaml"),
                 os.path.join(ROOT, "roles", "cni", "files", "rbac.yaml"))

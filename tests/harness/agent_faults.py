@@ -1,7 +1,7 @@
 """The node agent with one fault injected where it meets the kernel, for the
 failure-path tests of the steps no real state can make fail on demand.
 
-    python -m agent_faults FAULTS --config AGENT.json
+    python -m tests.harness.agent_faults FAULTS --config AGENT.json
 
 FAULTS is JSON, each fault fired once, then passed on:
 

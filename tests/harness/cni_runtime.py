@@ -13,11 +13,19 @@ def install_plugin(bin_dir, collections, name="ovn4nfv", socket_path=None):
     """Write the ovn4nfv plugin executable into ``bin_dir``, as the cni role
     installs it (``-IS``: no environment, no site-packages), running the
     entry point from the working tree and naming the node agent's socket
-    (by default ``bin_dir``/agent.sock)."""
+    (by default ``bin_dir``/agent.sock).
+
+    The tree ``collections`` is not put on the plugin's ``sys.path``: the
+    ``ansible_collections`` namespace package is found in it alone and
+    registered, so the core's modules are imported from under it and
+    nothing else the plugin imports is looked for there (``-I`` would
+    ignore ``PYTHONPATH`` anyway)."""
     path = os.path.join(bin_dir, name)
     socket_path = socket_path or os.path.join(bin_dir, "agent.sock")
     with open(path, "w") as handle:
-        handle.write("#!%s -IS\nimport sys\nsys.path.insert(0, %r)\n"
+        handle.write("#!%s -IS\nimport importlib.machinery, importlib.util, sys\n"
+                     "spec = importlib.machinery.PathFinder.find_spec('ansible_collections', [%r])\n"
+                     "sys.modules['ansible_collections'] = importlib.util.module_from_spec(spec)\n"
                      "from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cni import main\n"
                      "raise SystemExit(main(socket_path=%r))\n" % (sys.executable, collections, socket_path))
     os.chmod(path, 0o755)

@@ -12,8 +12,8 @@ import time
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
-from kube_api_standin import WATCHER, KubeAPIStandIn
-from sandbox import Sandbox
+from tests.harness.kube_api_standin import WATCHER, KubeAPIStandIn
+from tests.harness.sandbox import Sandbox
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
