@@ -222,11 +222,15 @@ repaired:
   sample: ["delete logical_switch_port default_web_net0"]
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_audit_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_task_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.audit_task import run_cluster_audit
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node.host_audit import run_host_audit
+
+RUNS = dict(cluster=run_cluster_audit, node=run_host_audit)
 
 
 def main():
-    run_audit_module(dict(
+    run_task_module(dict(
         state=dict(type="str", choices=["audited", "repaired"], default="audited"),
         kubeconfig=dict(type="path"),
         sb_db=dict(type="str", default="unix:/var/run/ovn/ovnsb_db.sock"),
@@ -238,7 +242,7 @@ def main():
         ovn_rundir=dict(type="path", default="/var/run/ovn"),
         node=dict(type="str"),
         bridge=dict(type="str", default="br-int"),
-    ))
+    ), lambda params, check_mode: RUNS[params["layer"]](params, check_mode))
 
 
 if __name__ == "__main__":

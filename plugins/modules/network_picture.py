@@ -108,18 +108,19 @@ paths:
   sample: ["/tmp/ovn4nfv-topology/topology.html", "/tmp/ovn4nfv-topology/topology.svg"]
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_picture_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_task_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.picture import run_picture
 
 
 def main():
-    run_picture_module(dict(
+    run_task_module(dict(
         sb_db=dict(type="str", default="unix:/var/run/ovn/ovnsb_db.sock"),
         findings=dict(type="list", elements="dict", default=[]),
         lines=dict(type="list", elements="str"),
         title=dict(type="str", default="ovn4nfv.k8s"),
         source=dict(type="str"),
         dest=dict(type="path"),
-    ))
+    ), run_picture, libraries=lambda params: params["source"] is None)  # drawn from a source: no database
 
 
 if __name__ == "__main__":

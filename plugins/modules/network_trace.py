@@ -178,19 +178,21 @@ destination_ip:
   sample: 172.16.33.5
 """
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_trace_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_task_module
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.trace import run_trace
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_SB_DB
 
 END = dict(pod=dict(type="str"), namespace=dict(type="str"), interface=dict(type="str"),
            port=dict(type="str"), address=dict(type="str"))
 
 
 def main():
-    run_trace_module(dict(
+    run_task_module(dict(
         source=dict(type="dict", required=True, options=dict(END, network=dict(type="str"))),
         destination=dict(type="dict", required=True, options=END),
         protocol=dict(type="str", choices=["icmp", "tcp", "udp"], default="icmp"),
         port=dict(type="int"),
-    ))
+    ), run_trace, DEFAULT_SB_DB)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ __metaclass__ = type
 
 from ..common.errors import ValidationError
 from ..common.naming import OWNER_KEY, OWNER_VALUE
-from ..ovsdb.execution import Batch
+from ..ovsdb.execution import Batch, execute
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
 from . import annotations, networks as vn
@@ -323,3 +323,37 @@ def lines(findings, skipped=()):
     if skipped:
         out.append("skipped %s" % ", ".join(skipped))
     return out
+
+
+def audit_and_mend(audited, repairs, state, write, settle=None):
+    """One audit and its repair, for either layer (the cluster's, the
+    host's). ``audited()`` returns the findings first in a tuple; with
+    ``state: repaired``, each ``(database, plan_repair)`` of ``repairs``
+    mends in one transaction on its database, ``plan_repair(view,
+    findings)`` (written when ``write``), or without a database (netlink),
+    ``plan_repair(findings)``; ``settle()``, when given, waits for what the
+    repair asked to be done (within the database's timeout) before the
+    audit is made again. Returns that tuple, the repairs as one
+    :class:`Batch` (None when auditing only), and the findings left: the
+    audit again when it wrote."""
+    first = audited()
+    if state != "repaired":
+        return first, None, first[0]
+    repair = Batch([execute(database, lambda view, plan_=plan_repair: plan_(view, first[0]), write)
+                    if database is not None else plan_repair(first[0]) for database, plan_repair in repairs])
+    if write and repair.changed and settle is not None:
+        settle()
+    return first, repair, audited()[0] if write and repair.changed else first[0]
+
+
+def audit_result(findings, skipped, ports, live_pods, repair, left, handed=None):
+    """The audit's result dict, for either layer; ``left``, the findings
+    after the repair (the audit again, when it wrote); ``handed``, what
+    the cluster run hands down to the nodes' (``port_mtus``,
+    ``northd_version``)."""
+    result = dict(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
+                  lines=lines(findings, skipped), ports=ports, live_pods=live_pods, left=left,
+                  repaired=repair.operations() if repair is not None and repair.changed else [],
+                  port_mtus={}, northd_version=None)
+    result.update(handed or {})
+    return result

@@ -23,9 +23,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
 
 from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..ovsdb.connection import DEFAULT_NB_DB
+from ..ovsdb.task_databases import nb_and_sb, read_both
 from . import networks as vn
 from .pod_addresses import K_INTERFACE, K_NAMESPACE, K_POD, held_addresses, is_pod_port
 from .topology import ROLE_GATEWAY, ROLE_JOIN, ROLE_ROUTER, role_of
@@ -195,3 +198,54 @@ def page(svg, title, lines=()):
             "<style>body{font-family:Helvetica,sans-serif;margin:1em}svg{max-width:100%%;height:auto}"
             "li.found{color:#c62828}</style></head>\n<body><h1>%s</h1>\n%s\n<h2>What the audit found</h2>"
             "<ul id=\"findings\">%s</ul></body></html>\n" % (html.escape(title), html.escape(title), body, found))
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _write(path, text):
+    """Write ``text`` to ``path`` whole: a reader never sees half a file."""
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    with open(path + ".tmp", "w") as handle:
+        handle.write(text)
+    os.rename(path + ".tmp", path)
+
+
+def run_picture(params, check_mode=False):
+    """``network_picture``'s task, as a result dict: the cluster as DOT
+    text, read from the northbound in ``db`` and the southbound in
+    ``sb_db`` (or given as ``source``), and with ``dest`` laid out by
+    Graphviz into an SVG and an HTML page there, written only when they
+    differ (in check mode: said, not written). Without pygraphviz, where a
+    layout is needed, ImportError names the library to install."""
+    source = params["source"]
+    if source is None:
+        params = dict(params, db=params["db"] or DEFAULT_NB_DB)
+        with nb_and_sb(params, NB_TABLES, SB_TABLES) as (nb, sb):
+            source = read_both(nb, sb, lambda nb_view, sb_view: dot(
+                nb_view, sb_view, params["findings"], params["title"]))
+    result = dict(changed=False, dot=source, objects=objects(source), paths=[])
+    if params["dest"]:
+        # Graphviz lays the same source out the same, but may write its
+        # groups in another order: the files record the source they show,
+        # and are made again only when it differs
+        mark = digest(source, params["title"], params["lines"] or [])
+        paths = [os.path.join(params["dest"], name) for name in ("topology.html", "topology.svg")]
+        result["paths"] = paths
+        if any(mark not in (_read(path) or "") for path in paths):
+            result["changed"] = True
+            try:
+                svg = render(source, mark)
+            except ImportError:
+                raise ImportError("pygraphviz (Debian: python3-pygraphviz)")
+            if not check_mode:
+                _write(paths[1], svg)
+                _write(paths[0], page(svg, params["title"], params["lines"] or []))
+    return result

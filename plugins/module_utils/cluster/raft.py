@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ..ovsdb.connection import parse_remote, servers
+from ..ovsdb.task_databases import tls_of
 from .audit import finding
 
 MEMBER = "raft_member"
@@ -65,3 +66,10 @@ def audit_clusters(remotes, timeout, tls=None):
         if remote and len(parse_remote(remote, field)) > 1:
             out += judge(database, servers(remote, database, timeout, tls, field))
     return out
+
+
+def audit_members(params):
+    """Every finding on the clustered databases a task names: the
+    northbound in ``params["db"]``, the southbound in ``params["sb_db"]``,
+    asked within ``params["timeout"]`` with its TLS files."""
+    return audit_clusters({"db": params["db"], "sb_db": params["sb_db"]}, params["timeout"], tls_of(params))

@@ -29,6 +29,9 @@ import subprocess
 from ..common import addressing
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.naming import in_range, interface_name, ovn_name
+from ..ovsdb.connection import SB_SCHEMA
+from ..ovsdb.task_databases import opened
+from ..ovsdb.view import View
 from .pod_addresses import binding_entries
 
 TABLES = ("Port_Binding", "Datapath_Binding", "Chassis")
@@ -289,3 +292,23 @@ def trace(view, remote, source, destination, protocol="icmp", port=None, timeout
     result.update(flow)
     result["lines"] = summary(result)
     return result
+
+
+def _given(end):
+    """The fields of one end of a task's request that it sets."""
+    return dict((k, v) for k, v in (end or {}).items() if v is not None)
+
+
+def run_trace(params, check_mode=False):
+    """``network_trace``'s task, as a result dict: the request
+    (``source``, ``destination``, ``protocol``, ``port``) checked before
+    anything connects, then the southbound database in ``db`` read and the
+    link traced (``timeout`` and the TLS files serve ovn-trace too). A
+    read: check mode is the same run, and nothing is changed."""
+    source, destination = _given(params["source"]), _given(params["destination"])
+    check_link(source, destination, params["protocol"], params["port"])
+    with opened(params, TABLES, SB_SCHEMA) as database:
+        result = database.read(lambda idl: trace(
+            View(idl), params["db"], source, destination, params["protocol"], params["port"], params["timeout"],
+            (params["private_key"], params["certificate"], params["ca_cert"])))
+    return dict(result, changed=False)

@@ -31,12 +31,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import socket
+
 from ..cluster import releases
-from ..cluster.audit import finding
+from ..cluster.audit import audit_and_mend, audit_result, finding
 from ..cluster.pod_addresses import K_CONTAINER, K_UID
+from ..ovsdb.connection import DEFAULT_OVS_DB, OVS_SCHEMA
 from ..ovsdb.execution import Batch
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan, plan, validate_config
+from ..ovsdb.task_databases import opened
+from ..ovsdb.view import View
 from ..resources.ovs import Port
 
 TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
@@ -221,3 +227,39 @@ def plan_node_repair(view, findings, bridge="br-int", port_mtus=None):
                                          [Op("update", "Interface", iface, "mtu_request", [int(mtu)])]))
     batch.add(resize)
     return batch
+
+
+def run_host_audit(params, check_mode=False):
+    """The audit of the node a task runs on (``network_audit`` with
+    ``layer: node``), as a result dict. ``params``: ``db`` (this node's
+    Open vSwitch database), ``node`` (its name; by default the host's),
+    ``bridge``, and what the cluster's run handed down: ``known_ports``,
+    ``live_pods``, ``port_mtus``, ``northd_version`` (each missing one
+    skips its class), ``ovn_rundir``, ``state`` (``repaired``: mended,
+    unless ``check_mode``). The tunnel and version classes look at this
+    host, so they run only against the local database."""
+    params = dict(params, db=params["db"] or DEFAULT_OVS_DB)
+    write = params["state"] == "repaired" and not check_mode
+    node, bridge, mtus = params["node"] or socket.gethostname(), params["bridge"], params["port_mtus"]
+    with opened(params, TABLES, OVS_SCHEMA) as ovs:
+        devices = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") and \
+            params["db"] == DEFAULT_OVS_DB else None     # this host's devices are the database's
+        running = controller_version(params["ovn_rundir"]) if devices is not None else None
+        versions = bool(params["northd_version"] and running)
+
+        def read(idl):
+            view = View(idl)
+            found = audit_node(view, node, params["known_ports"], bridge, devices, params["live_pods"], mtus)
+            links = encap_links(encap_ips(view)) if devices is not None else []
+            ours = set(iface.name for iface in view.rows("Interface"))
+            found += audit_versions(view, node, params["northd_version"], running) if versions else []
+            return (found + audit_tunnels(node, links, ours),)
+        (findings,), repair, left = audit_and_mend(lambda: ovs.read(read), [
+            (ovs, lambda view, found: plan_node_repair(view, found, bridge, mtus)),
+            (None, lambda found: bring_up(set(
+                o for f in found if f["class"] == TUNNEL and f["repair"] for o in f["objects"]), write))],
+            params["state"], write, settle=lambda: ovs.wait_for(lambda idl: mtus_applied(View(idl), bridge),
+                                                                ovs.timeout))
+    skipped = ([] if params["known_ports"] is not None else [STRAY]) + ([] if mtus is not None else [MTU]) + \
+        ([] if devices is not None else [TUNNEL]) + ([] if versions else [VERSION])
+    return audit_result(findings, skipped, [], [], repair, left)
