@@ -28,11 +28,11 @@ import socket
 import sys
 
 from .common.jsontext import depth
+from .common.marks import CNI_TYPE, DEFAULT_SOCKET
 
 SPEC_VERSION = "1.1.0"
 SUPPORTED_VERSIONS = ("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
 COMMANDS = ("ADD", "DEL", "CHECK", "VERSION", "STATUS", "GC")
-DEFAULT_SOCKET = "/run/ovn4nfv/agent.sock"
 DEFAULT_TIMEOUT = 120
 MAX_STDIN = 1 << 20            # characters of network configuration read
 MAX_CONFIG_DEPTH = 32          # nesting of arrays and objects in it
@@ -161,15 +161,15 @@ def check_config(config):
     this product's."""
     if not isinstance(config.get("ipam", {}), dict):
         raise CNIError(INVALID_CONFIG, "ipam: %r is not dict" % config["ipam"])
-    fields = _FIELD_TYPES if config.get("type") == "ovn4nfv" else _FIELD_TYPES[:3]
+    fields = _FIELD_TYPES if config.get("type") == CNI_TYPE else _FIELD_TYPES[:3]
     for field, kind in fields:
         value = config.get(field)
         if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
             raise CNIError(INVALID_CONFIG, "%s: %r is not %s" % (
                 field, value, getattr(kind, "__name__", "a number")))
-    if config.get("type") == "ovn4nfv" and config.get("mtu") is not None and not 576 <= config["mtu"] <= 65535:
+    if config.get("type") == CNI_TYPE and config.get("mtu") is not None and not 576 <= config["mtu"] <= 65535:
         raise CNIError(INVALID_CONFIG, "mtu: %r is not from 576 to 65535" % config["mtu"])
-    if config.get("type") == "ovn4nfv" and config.get("mode") not in (None, "ovs"):
+    if config.get("type") == CNI_TYPE and config.get("mode") not in (None, "ovs"):
         raise CNIError(INVALID_CONFIG, "mode: %r is not ovs" % config["mode"])
     ipam = config.get("ipam") or {}
     for field in ("type", "provider", "server_socket"):

@@ -4,6 +4,7 @@ unready and go, on the API stand-in; the NB is read from outside."""
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import chains
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import marks
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
@@ -36,10 +37,10 @@ def hops(idl):
     """``{hop: (action, next hops)}`` of chain fw, and its source set."""
     out = {}
     for row in idl.tables["Logical_Router_Policy"].rows.values():
-        if row.external_ids.get(chains.K_CHAIN) == "fw":
-            out[row.external_ids[chains.K_HOP]] = (row.action, sorted(row.nexthops))
+        if row.external_ids.get(marks.K_CHAIN) == "fw":
+            out[row.external_ids[marks.K_CHAIN_HOP]] = (row.action, sorted(row.nexthops))
     for row in idl.tables["Address_Set"].rows.values():
-        if row.external_ids.get(chains.K_CHAIN) == "fw":
+        if row.external_ids.get(marks.K_CHAIN) == "fw":
             out["source"] = sorted(row.addresses)
     return out
 

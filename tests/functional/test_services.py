@@ -7,7 +7,7 @@ import pytest
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES, read_gateways
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing, marks
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
@@ -83,8 +83,8 @@ def test_a_service_follows_its_ready_pods(k8s):
                           vip + ":8000": sorted(ip + ":8081" for ip in ips.values())})
     lb = balancers(k8s)[name]
     assert lb["options"] == {"affinity_timeout": "10800", "reject": "true"}
-    assert lb["external_ids"][services.K_SERVICE] == "default/web"
-    assert lb["external_ids"][services.K_SERVICE_UID] == service["metadata"]["uid"]
+    assert lb["external_ids"][marks.K_SERVICE] == "default/web"
+    assert lb["external_ids"][marks.K_SERVICE_UID] == service["metadata"]["uid"]
     switches = sorted(s["name"] for s in k8s.box.rows("nb", "Logical_Switch") if lb["_uuid"] in (
         s["load_balancer"] if isinstance(s["load_balancer"], list) else [s["load_balancer"]]))
     assert switches == ["default-net", "macvlan-net", "net1", "net2", "tiny"], \

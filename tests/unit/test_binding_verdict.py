@@ -1,8 +1,8 @@
 """What the node agent concludes from the southbound's Port_Binding rows
 about a pod's interface list (cluster.pod_addresses.binding_verdict)."""
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import (
-    K_UID, Pod, binding_verdict)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import Pod, binding_verdict
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import K_UID
 
 POD = Pod("ns", "web", "uid-1")
 ENTRY = {"interface": "net0", "mac_address": "0a:00:00:00:00:05", "ip_address": "10.1.1.5/24"}
@@ -55,7 +55,7 @@ def test_a_chain_functions_relaxed_port_is_confirmed_by_what_the_chain_held():
     """A network function's chain interface has MAC-only port security; the
     watcher keeps the port security it replaced beside it, and that, not
     the pod's word, confirms the address."""
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import K_CHAIN_HELD
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import K_CHAIN_HELD
     row = binding(security="0a:00:00:00:00:05")
     row["external_ids"][K_CHAIN_HELD] = "0a:00:00:00:00:05 10.1.1.5 fe80::800:ff:fe00:5"
     assert binding_verdict(POD, [ENTRY], [row]) == []

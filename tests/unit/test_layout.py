@@ -18,7 +18,7 @@ LAYERS = ["common", "ovsdb", "resources", "cluster", "node", "daemons", "_ansibl
 # but for the core modules in STANDALONE, which are standard library only
 # themselves and import nothing of the core.
 LAYER_OF = {"cni": 0}
-STANDALONE = {"common.jsontext"}
+STANDALONE = {"common.jsontext", "common.marks"}
 
 
 def core_files():

@@ -29,14 +29,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..common.marks import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, NETWORK_KEY, OWNER_KEY, OWNER_VALUE
 from ..ovsdb.execution import Batch, execute
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
 from . import annotations, networks as vn
-from .pod_addresses import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, held_addresses, is_pod_port
+from .pod_addresses import Pod, held_addresses, is_pod_port
 from .pod_ports import pinned, plan_delete, plan_pod
-from .topology import NETWORK_KEY, TABLES, role_of
+from .topology import TABLES, role_of
 
 NB_TABLES = TABLES     # the topology's: a network's drift is planned as the network would be
 SB_TABLES = ("Port_Binding", "Chassis", "Chassis_Private", "Encap", "SB_Global")

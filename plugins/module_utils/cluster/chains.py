@@ -35,21 +35,19 @@ import re
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE, interface_name, in_range
+from ..common.marks import (
+    CHAIN_ADDRESS_SET_PREFIX, K_CHAIN, K_CHAIN_FAIL, K_CHAIN_FUNCTION, K_CHAIN_HELD, K_CHAIN_HOP, K_CHAIN_SELECTOR,
+    K_CHAIN_SPEC, OWNER_KEY, OWNER_VALUE)
+from ..common.naming import interface_name, in_range
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.execution import Batch
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_policies import AddressSet, RouterPolicy
 from ..resources.nb_switches import LogicalSwitchPort
 from . import networks as vn
-from .pod_addresses import K_CHAIN_FUNCTION, K_CHAIN_HELD, held_addresses, port_security
+from .pod_addresses import held_addresses, port_security
 from .topology import require_topology
 
-K_CHAIN = "ovn4nfv-chain"
-K_HOP = "ovn4nfv-chain-hop"
-K_FUNCTION = "ovn4nfv-chain-function"
-K_SPEC = "ovn4nfv-chain-spec"
-K_FAIL = "ovn4nfv-chain-fail"
 TABLES = ("Logical_Router_Policy", "Address_Set")
 DEFAULT_PRIORITY = 1000
 OPTIONS = ("name", "source_network", "destination_network", "destination_prefixes", "source_selector",
@@ -61,7 +59,7 @@ _VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 
 def address_set_name(chain):
     """``$ovn4nfv_chain_<name>``: OVN's names take no ``-``; chain names no ``_``."""
-    return "ovn4nfv_chain_" + chain.replace("-", "_")
+    return CHAIN_ADDRESS_SET_PREFIX + chain.replace("-", "_")
 
 
 def _selector(value, where):
@@ -158,17 +156,17 @@ def chain_items(chain, networks, topology, where="config"):
             match = 'inport == "%s" && ip4.src == %s && ip4.dst == %s' % (port, src, dst)
         else:
             match = 'inport == "%s" && ip4.src == %s && ip4.dst == %s' % (port, dst, src)
-        ids = {K_CHAIN: chain["name"], K_HOP: hop, K_FAIL: "open" if chain["fail_open"] else "closed",
-               K_FUNCTION: json.dumps(dict(function[side], selector=function["selector"],
+        ids = {K_CHAIN: chain["name"], K_CHAIN_HOP: hop, K_CHAIN_FAIL: "open" if chain["fail_open"] else "closed",
+               K_CHAIN_SELECTOR: json.dumps(dict(function[side], selector=function["selector"],
                                            namespace=chain["namespace"]), sort_keys=True)}
         if hop == "forward/0":
-            ids[K_SPEC] = json.dumps(chain, sort_keys=True)
+            ids[K_CHAIN_SPEC] = json.dumps(chain, sort_keys=True)
         items.append({"router": topology.router, "priority": chain["priority"], "match": match,
                       "action": action, "external_ids": ids})
     sets = []
     if chain.get("source_selector"):
         sets.append({"name": address_set_name(chain["name"]), "external_ids": {
-            K_CHAIN: chain["name"], K_FUNCTION: json.dumps({
+            K_CHAIN: chain["name"], K_CHAIN_SELECTOR: json.dumps({
                 "selector": chain["source_selector"], "namespace": chain["namespace"],
                 "network": chain["source_network"]}, sort_keys=True)}})
     return items, sets
@@ -184,9 +182,9 @@ def read_chains(view):
     out = {}
     for row in view.rows("Logical_Router_Policy"):
         ids = row.external_ids
-        if ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(K_SPEC):
+        if ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(K_CHAIN_SPEC):
             try:
-                out[ids[K_CHAIN]] = json.loads(ids[K_SPEC])
+                out[ids[K_CHAIN]] = json.loads(ids[K_CHAIN_SPEC])
             except ValueError:
                 raise ValidationError("policy %s of chain %s has a damaged record; delete the chain" % (
                     row.uuid, ids.get(K_CHAIN)))
@@ -270,13 +268,13 @@ def plan_hops(view, name, resolve):
         ids = row.external_ids
         if ids.get(OWNER_KEY) != OWNER_VALUE or ids.get(K_CHAIN) != name:
             continue
-        function = json.loads(ids[K_FUNCTION])
+        function = json.loads(ids[K_CHAIN_SELECTOR])
         good, bad = _candidates(view, function, resolve)
         for pod, port in bad:
             mismatched.append((pod, port, "interface %s is not on network %s, which chain %s names" % (
                 function["interface"], function["network"], name)))
         hops = sorted(set(str(ip) for _pod, _row, ips in good for ip in ips))
-        action = "reroute" if hops else ("allow" if ids.get(K_FAIL) == "open" else "drop")
+        action = "reroute" if hops else ("allow" if ids.get(K_CHAIN_FAIL) == "open" else "drop")
         router = view.referrers("Logical_Router", "policies").get(row.uuid)
         if not router:
             continue
@@ -287,7 +285,7 @@ def plan_hops(view, name, resolve):
     for row in view.rows("Address_Set"):
         ids = row.external_ids
         if ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(K_CHAIN) == name:
-            source = json.loads(ids[K_FUNCTION])
+            source = json.loads(ids[K_CHAIN_SELECTOR])
             good, _bad = _candidates(view, dict(source, interface=None), resolve)
             sets.append({"name": row.name, "addresses": sorted(set(
                 str(ip) for _pod, _row, ips in good for ip in ips))})

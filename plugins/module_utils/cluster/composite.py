@@ -15,11 +15,12 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
+from ..common.marks import NETWORK_KEY
 from ..ovsdb.execution import CompositePlan
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_switches import LogicalSwitchPort
 from . import networks as vn
-from .topology import NETWORK_KEY, read_gateways, read_topology
+from .topology import read_gateways, read_topology
 from .wiring import plan_gateways, plan_topology
 
 

@@ -26,14 +26,17 @@ import re
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE, in_range, interface_name, ovn_name
+from ..common.marks import (
+    K_BACKEND, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_PROVIDER, K_ROUTES, K_SUBNET, K_SUBNET6, K_VLAN,
+    NETWORK_KEY, OWNER_KEY, OWNER_VALUE)
+from ..common.naming import in_range, interface_name, ovn_name
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.view import cell
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_routers import LogicalRouterPort
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
 from ..resources.ovs import Bridge
-from .topology import NETWORK_KEY, read_gateways, require_topology
+from .topology import read_gateways, require_topology
 from .wiring import build_batch, cross_checks
 
 BACKENDS = ("ovn", "ovs")
@@ -42,18 +45,6 @@ GENEVE_OVERHEAD = 58
 _PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?\Z")
 OPTIONS = ("name", "subnet", "gateway", "subnet6", "gateway6", "exclude_ips", "mtu", "dns",
            "routes", "provider", "backend", "bridge", "vlan")
-
-K_GATEWAY = "ovn4nfv-gateway"
-K_GATEWAY6 = "ovn4nfv-gateway6"
-K_SUBNET6 = "ovn4nfv-subnet6"
-K_EXCLUDE = "ovn4nfv-exclude-ips"
-K_MTU = "ovn4nfv-mtu"
-K_DNS = "ovn4nfv-dns"
-K_ROUTES = "ovn4nfv-routes"
-K_PROVIDER = "ovn4nfv-provider"
-K_BACKEND = "ovn4nfv-backend"
-K_SUBNET = "ovn4nfv-subnet"
-K_VLAN = "ovn4nfv-vlan"
 
 
 class Network:

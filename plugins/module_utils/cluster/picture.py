@@ -26,12 +26,13 @@ import json
 import os
 import re
 
-from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..common.marks import (
+    K_INTERFACE, K_NAMESPACE, K_POD, OWNER_KEY, OWNER_VALUE, PICTURE_MARK, ROLE_GATEWAY, ROLE_JOIN, ROLE_ROUTER)
 from ..ovsdb.connection import DEFAULT_NB_DB
 from ..ovsdb.task_databases import nb_and_sb, read_both
 from . import networks as vn
-from .pod_addresses import K_INTERFACE, K_NAMESPACE, K_POD, held_addresses, is_pod_port
-from .topology import ROLE_GATEWAY, ROLE_JOIN, ROLE_ROUTER, role_of
+from .pod_addresses import held_addresses, is_pod_port
+from .topology import role_of
 
 NB_TABLES = ("Logical_Switch", "Logical_Switch_Port", "Logical_Router", "Logical_Router_Port")
 SB_TABLES = ("Chassis", "Encap", "Port_Binding")
@@ -177,7 +178,7 @@ def digest(source, title, lines):
     title and the audit's lines."""
     import hashlib
     text = json.dumps([source, title, list(lines)], sort_keys=True)
-    return "ovn4nfv-picture sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return PICTURE_MARK + " sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def render(source, mark=""):
@@ -192,7 +193,7 @@ def render(source, mark=""):
 def page(svg, title, lines=()):
     """One self-contained HTML page: the picture, and the audit's lines."""
     import html
-    body = svg[svg.index("<!-- ovn4nfv-picture"):] if "<!-- ovn4nfv-picture" in svg else svg[svg.index("<svg"):]
+    body = svg[svg.index("<!-- " + PICTURE_MARK):] if "<!-- " + PICTURE_MARK in svg else svg[svg.index("<svg"):]
     found = "".join("<li class=\"found\">%s</li>" % html.escape(line) for line in lines) or "<li>nothing</li>"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
             "<style>body{font-family:Helvetica,sans-serif;margin:1em}svg{max-width:100%%;height:auto}"

@@ -16,22 +16,10 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..common.marks import (
+    K_CHAIN_FUNCTION, K_CHAIN_HELD, K_INTERFACE, K_NAMESPACE, K_POD, K_UID, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_POD)
 from ..ovsdb.view import cell
-from .topology import ROLE
 
-K_NAMESPACE = "ovn4nfv-pod-namespace"
-K_POD = "ovn4nfv-pod-name"
-K_UID = "ovn4nfv-pod-uid"
-K_INTERFACE = "ovn4nfv-interface"
-# on a node: the OVS interface the node agent made for a container
-K_CONTAINER = "ovn4nfv-container-id"
-# the chains a pod port is a network function's interface in (comma-separated),
-# and the port security that MAC-only replaced there: what the node agent
-# confirms the pod's addresses against (northd copies both to the SB)
-K_CHAIN_FUNCTION = "ovn4nfv-chains"
-K_CHAIN_HELD = "ovn4nfv-chain-held"
-ROLE_POD = "pod-port"
 
 
 class Pod:

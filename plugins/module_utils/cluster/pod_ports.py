@@ -16,6 +16,7 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
+from ..common.marks import K_INTERFACE, K_NAMESPACE, K_POD, K_UID
 from ..ovsdb.execution import Batch
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
@@ -23,7 +24,7 @@ from ..ovsdb.view import cell
 from ..resources.nb_switches import LogicalSwitchPort
 from . import annotations, networks as vn, remote_mirrors
 from .pod_addresses import (
-    K_INTERFACE, K_NAMESPACE, K_POD, K_UID, Pod, allocate, held_addresses, scan_holder,
+    Pod, allocate, held_addresses, scan_holder,
     free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
 
 # Why a request was refused: the Event reasons, gravest first.

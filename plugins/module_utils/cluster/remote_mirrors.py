@@ -28,14 +28,13 @@ import re
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE, in_range, interface_name, ovn_name
+from ..common.marks import K_TAP, K_TAP_SOURCE, OWNER_KEY, OWNER_VALUE
+from ..common.naming import in_range, interface_name, ovn_name
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import Change, Plan
 
 TABLES = ("Logical_Switch_Port", "Mirror")
-K_TAP = "ovn4nfv-tap"
-K_SOURCE = "ovn4nfv-tap-source"
 DIRECTIONS = ("ingress", "egress", "both")
 ENCAPSULATIONS = ("gre", "erspan")
 FILTERS = {"egress": "from-lport", "ingress": "to-lport", "both": "both"}
@@ -118,7 +117,7 @@ def _ours(row):
 
 def _as_tap(row):
     direction = dict((v, k) for k, v in FILTERS.items()).get(row.filter, row.filter)
-    return {"name": row.name, "direction": direction, "source": row.external_ids.get(K_SOURCE),
+    return {"name": row.name, "direction": direction, "source": row.external_ids.get(K_TAP_SOURCE),
             "collector": {"address": row.sink, "encapsulation": row.type, "key": row.index}}
 
 
@@ -130,7 +129,7 @@ def read_taps(view):
 def mirrors_for(view, port_name):
     """The product's ``Mirror`` rows whose source is the logical port
     ``port_name``: what a port made again must point at."""
-    return sorted((row for row in view.rows("Mirror") if _ours(row) and row.external_ids.get(K_SOURCE) == port_name),
+    return sorted((row for row in view.rows("Mirror") if _ours(row) and row.external_ids.get(K_TAP_SOURCE) == port_name),
                   key=lambda row: row.name)
 
 
@@ -138,7 +137,7 @@ def _values(tap):
     collector = tap["collector"]
     return {"name": tap["name"], "type": collector["encapsulation"], "sink": collector["address"],
             "index": collector["key"], "filter": FILTERS[tap["direction"]],
-            "external_ids": {OWNER_KEY: OWNER_VALUE, K_TAP: tap["name"], K_SOURCE: tap["source"]}}
+            "external_ids": {OWNER_KEY: OWNER_VALUE, K_TAP: tap["name"], K_TAP_SOURCE: tap["source"]}}
 
 
 def _port(view, name):

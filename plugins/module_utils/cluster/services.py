@@ -33,18 +33,15 @@ import hashlib
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..common.marks import K_SERVICE, K_SERVICE_PART, K_SERVICE_UID, K_UID, OWNER_KEY, OWNER_VALUE
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_balancers import LoadBalancer
 from . import networks as vn
-from .pod_addresses import K_UID, held_addresses
+from .pod_addresses import held_addresses
 from .topology import read_gateways, read_topology
 
 NETWORK_ANNOTATION = "k8s.plugin.opnfv.org/service-network"
 VIP_ANNOTATION = "k8s.plugin.opnfv.org/service-vip"
-K_SERVICE = "ovn4nfv-service"
-K_SERVICE_UID = "ovn4nfv-service-uid"
-K_KIND = "ovn4nfv-service-part"
 PROTOCOLS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
 DEFAULT_AFFINITY = 10800          # Kubernetes' default sessionAffinityConfig.clientIP.timeoutSeconds
 TABLES = ("Load_Balancer", "Load_Balancer_Health_Check")
@@ -262,7 +259,7 @@ def desired(view, service, endpoints, addresses):
             common["affinity_timeout"] = service.affinity_timeout
         if vips:
             items.append(dict(common, name=lb_name(service, protocol), vips=vips, switches=switches,
-                              external_ids=dict(marks, **{K_KIND: "cluster"})))
+                              external_ids=dict(marks, **{K_SERVICE_PART: "cluster"})))
         for ip in external:
             owner = gateway_for(ip, gateways)
             if owner is None:
@@ -271,7 +268,7 @@ def desired(view, service, endpoints, addresses):
                          if addressing.parse_endpoint(v, "vip")[0] == ip)
             items.append(dict(common, name="%s_%s" % (lb_name(service, protocol, True), ip),
                               vips=these, routers=[owner.router],
-                              external_ids=dict(marks, **{K_KIND: "external"})))
+                              external_ids=dict(marks, **{K_SERVICE_PART: "external"})))
     return items
 
 

@@ -25,19 +25,13 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE, in_range, ovn_name
+from ..common.marks import (
+    DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, K_EXTERNAL_GATEWAY, K_EXTERNAL_IP, K_JOIN_IP, K_NODE, K_PHYSNET, K_VLAN,
+    OWNER_KEY, OWNER_VALUE, ROLE, ROLE_GATEWAY, ROLE_JOIN, ROLE_ROUTER)
+from ..common.naming import in_range, ovn_name
 from ..resources.nb_routers import LogicalRouter, LogicalRouterPort, NAT, StaticRoute
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
 
-ROLE = "ovn4nfv-role"
-ROLE_ROUTER = "cluster-router"
-ROLE_JOIN = "join-switch"
-ROLE_GATEWAY = "node-gateway"
-ROLE_WIRING = "gateway-wiring"
-NETWORK_KEY = "ovn4nfv-network"
-
-DEFAULT_ROUTER = "ovn4nfv-master"
-DEFAULT_JOIN_SWITCH = "ovn4nfv-join"
 DEFAULT_JOIN_SUBNET = "100.64.1.0/24"
 DEFAULT_PHYSNET = "physnet-ext"
 
@@ -159,12 +153,12 @@ class Gateway:
         return out
 
     def items(self, topology):
-        marks = {ROLE: ROLE_GATEWAY, "ovn4nfv-node": self.node,
-                 "ovn4nfv-external-ip": "%s/%d" % (self.external_ip, self.external_net.prefixlen),
-                 "ovn4nfv-external-gateway": str(self.external_gateway),
-                 "ovn4nfv-physnet": self.physnet, "ovn4nfv-join-ip": str(self.join_ip),
-                 "ovn4nfv-vlan": str(self.vlan) if self.vlan else None}
-        part = {ROLE: ROLE_GATEWAY, "ovn4nfv-node": self.node}
+        marks = {ROLE: ROLE_GATEWAY, K_NODE: self.node,
+                 K_EXTERNAL_IP: "%s/%d" % (self.external_ip, self.external_net.prefixlen),
+                 K_EXTERNAL_GATEWAY: str(self.external_gateway),
+                 K_PHYSNET: self.physnet, K_JOIN_IP: str(self.join_ip),
+                 K_VLAN: str(self.vlan) if self.vlan else None}
+        part = {ROLE: ROLE_GATEWAY, K_NODE: self.node}
         join, ext = "gtoj-" + self.node, "gtoe-" + self.node
         localnet = {"name": "ln-" + self.node, "switch": self.external_switch, "type": "localnet",
                     "addresses": ["unknown"], "options": {"network_name": self.physnet},
@@ -240,12 +234,12 @@ def read_gateways(view):
     for row in _rows_with_role(view, "Logical_Router", ROLE_GATEWAY):
         ids = row.external_ids
         try:
-            ip, net = addressing.parse_ip_interface(ids["ovn4nfv-external-ip"], "external_ip")
-            gateway = Gateway(ids["ovn4nfv-node"], ip, addressing.parse_ip(
-                ids["ovn4nfv-external-gateway"], "external_gateway"),
-                chassis=row.options.get("chassis"), physnet=ids.get("ovn4nfv-physnet"),
-                join_ip=addressing.parse_ip(ids["ovn4nfv-join-ip"], "join_ip"),
-                vlan=int(ids["ovn4nfv-vlan"]) if ids.get("ovn4nfv-vlan") else None)
+            ip, net = addressing.parse_ip_interface(ids[K_EXTERNAL_IP], "external_ip")
+            gateway = Gateway(ids[K_NODE], ip, addressing.parse_ip(
+                ids[K_EXTERNAL_GATEWAY], "external_gateway"),
+                chassis=row.options.get("chassis"), physnet=ids.get(K_PHYSNET),
+                join_ip=addressing.parse_ip(ids[K_JOIN_IP], "join_ip"),
+                vlan=int(ids[K_VLAN]) if ids.get(K_VLAN) else None)
         except (KeyError, ValidationError, ValueError) as exc:
             raise ValidationError("gateway router %s has damaged ovn4nfv records (%s); delete it "
                                   "with ovn4nfv.k8s.node_gateway state=deleted" % (row.name, exc))

@@ -14,14 +14,14 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..common.marks import DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, NETWORK_KEY, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_WIRING
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.execution import Batch, CompositePlan
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_routers import LogicalRouter, NAT, StaticRoute
 from ..resources.nb_switches import LogicalSwitch
 from .topology import (
-    DEFAULT_JOIN_SUBNET, DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, NETWORK_KEY, ORDER, ROLE, ROLE_WIRING, Topology,
+    DEFAULT_JOIN_SUBNET, ORDER, Topology,
     assign_join_ips, read_gateways, read_topology, require_topology, validate_gateway)
 
 

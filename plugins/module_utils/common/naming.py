@@ -11,11 +11,6 @@ import re
 
 from .errors import ValidationError
 
-# Every row the product creates carries this mark in external_ids, so that it
-# finds, updates and removes exactly its own rows and leaves others alone.
-OWNER_KEY = "ovn4nfv-owner"
-OWNER_VALUE = "ovn4nfv.k8s"
-
 # OVN names end up in flows, logs and ovn-nbctl arguments: keep them to
 # characters that need no quoting anywhere.
 _OVN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}\Z")

@@ -21,9 +21,8 @@ import logging
 import threading
 
 from ..cluster import chains
-from ..cluster.pod_addresses import K_CHAIN_FUNCTION, K_INTERFACE, K_UID
 from ..common.errors import Ovn4nfvError
-from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..common.marks import K_CHAIN, K_CHAIN_FUNCTION, K_INTERFACE, K_UID, OWNER_KEY, OWNER_VALUE
 from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
 from ..ovsdb.view import cell
@@ -39,8 +38,8 @@ def chain_names(idl):
     carries the mark of."""
     names = set()
     for row in idl.tables["Logical_Router_Policy"].rows.values():
-        if row.external_ids.get(OWNER_KEY) == OWNER_VALUE and row.external_ids.get(chains.K_CHAIN):
-            names.add(row.external_ids[chains.K_CHAIN])
+        if row.external_ids.get(OWNER_KEY) == OWNER_VALUE and row.external_ids.get(K_CHAIN):
+            names.add(row.external_ids[K_CHAIN])
     for row in idl.tables["Logical_Switch_Port"].rows.values():
         names.update(n for n in (cell(row, "external_ids").get(K_CHAIN_FUNCTION) or "").split(",") if n)
     return names
@@ -70,10 +69,10 @@ class Chains:
     def nb_changed(self, event, row):
         """Where the NB's updates are taken in: a chain's policy came, went or changed."""
         ids = getattr(row, "external_ids", None) or {}
-        if ids.get(chains.K_CHAIN):
+        if ids.get(K_CHAIN):
             with self.lock:
-                self.known.add(ids[chains.K_CHAIN])
-            self.queue.add(ids[chains.K_CHAIN])
+                self.known.add(ids[K_CHAIN])
+            self.queue.add(ids[K_CHAIN])
 
     def pods_changed(self):
         """A pod changed, or every pod was listed again: every chain."""

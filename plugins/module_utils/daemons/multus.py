@@ -12,6 +12,7 @@ __metaclass__ = type
 
 from ..cluster import annotations, networks as vn, pod_ports, request_schema
 from ..common.errors import ValidationError
+from ..common.marks import CNI_TYPE, IPAM_TYPE, K_UID
 from ..ovsdb.view import View
 
 try:
@@ -43,10 +44,10 @@ class Attachments:
             where = selection["where"]
             config = self.nad_config(selection)
             ipam = config.get("ipam") if isinstance(config.get("ipam"), dict) else {}
-            if config.get("type") == "ovn4nfv":
+            if config.get("type") == CNI_TYPE:
                 provider = config.get("provider") or "%s.%s.ovn" % (selection["name"], selection["namespace"])
                 network, for_other_cni = config.get("network"), False
-            elif ipam.get("type") == "ovn4nfv-ipam":
+            elif ipam.get("type") == IPAM_TYPE:
                 provider = ipam.get("provider") or "%s.%s" % (selection["name"], selection["namespace"])
                 network, for_other_cni = None, True
             else:
@@ -70,7 +71,7 @@ class Attachments:
 
     def _pool_choice(self, view, pool, uid):
         holders = [(ip, self.addresses.holder(view, "ip", ip)) for ip in pool]
-        mine = [ip for ip, row in holders if row is not None and uid and row.external_ids.get(pod_ports.K_UID) == uid]
+        mine = [ip for ip, row in holders if row is not None and uid and row.external_ids.get(K_UID) == uid]
         return next(iter(mine), None) or next((ip for ip, row in holders if row is None), None)
 
     def nad_config(self, selection):

@@ -34,15 +34,17 @@ import time
 
 from .. import cni
 from ..cluster import annotations
-from ..cluster.pod_addresses import K_INTERFACE, K_UID, Pod
+from ..cluster.pod_addresses import Pod
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.marks import (
+    CNI_TYPE, DEFAULT_SOCKET, IPAM_TYPE, K_CONTAINER, K_INTERFACE, K_POD_REF, K_UID, NODE_AGENT, VETH_ALIAS_PREFIX)
 from ..node import port_mirrors
 from ..node.netns import HAS_NETLINK, netlink, tx_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute, reconcile
 from ..resources.ovs import OVS_TABLES, Port
 from . import settings as daemon
-from .ovs_attachment import INTERFACE_EXISTS, K_CONTAINER, OvsAttachment, vlan_ranges
+from .ovs_attachment import INTERFACE_EXISTS, OvsAttachment, vlan_ranges
 from .pod_truth import PodTruth
 
 try:
@@ -60,7 +62,7 @@ NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did no
 def veth_alias(container, interface):
     """The mark on a pod's node-side veth: the container (a digest: an
     alias holds 255 bytes) and the pod's interface name."""
-    return "ovn4nfv %s %s" % (hashlib.sha256(container.encode()).hexdigest()[:24], interface)
+    return VETH_ALIAS_PREFIX + "%s %s" % (hashlib.sha256(container.encode()).hexdigest()[:24], interface)
 
 
 class AgentConfig(daemon.Settings):
@@ -70,7 +72,7 @@ class AgentConfig(daemon.Settings):
     NAME = "node agent"
     ENV_PREFIX = "OVN4NFV_AGENT_"
     LIBRARIES = ("ovsdbapp", "pyroute2", "kubernetes")
-    DEFAULTS = {"socket": cni.DEFAULT_SOCKET, "ovs_db": ovsdb.DEFAULT_OVS_DB, "kubeconfig": None,
+    DEFAULTS = {"socket": DEFAULT_SOCKET, "ovs_db": ovsdb.DEFAULT_OVS_DB, "kubeconfig": None,
                 "bridge": "br-int", "annotation_seconds": 60, "install_seconds": 30, "ovsdb_timeout": 10,
                 # where br-int and the node sides of the veths live; None: the agent's own
                 "node_netns": None,
@@ -218,7 +220,7 @@ class NodeAgent(OvsAttachment, PodTruth):
             if config.get("mode") == "ovs":
                 return {"result": self.ovs_attachment(request)}
             ipam = config.get("ipam") if isinstance(config.get("ipam"), dict) else {}
-            if config.get("type") != "ovn4nfv" and ipam.get("type") == "ovn4nfv-ipam":
+            if config.get("type") != CNI_TYPE and ipam.get("type") == IPAM_TYPE:
                 # an address for another plugin (macvlan, ...): nothing to build
                 return {"result": self.ipam_add(request, ipam) if command == "ADD" else None}
             if command == "ADD":
@@ -303,7 +305,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         namespace, name = self._pod(request)
         provider = ipam.get("provider")
         if not provider:
-            raise cni.CNIError(cni.INVALID_CONFIG, "ipam.provider: ovn4nfv-ipam needs <nad>.<namespace>")
+            raise cni.CNIError(cni.INVALID_CONFIG, "ipam.provider: %s needs <nad>.<namespace>" % IPAM_TYPE)
         prefix = provider + ".kubernetes.io/"
         pod = self._await_pod(namespace, name, lambda found: found.get(prefix + "allocated") == "true",
                               prefix + "allocated")
@@ -407,7 +409,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         config = [{"name": host, "bridge": self.config.bridge, "external_ids": {
             "iface-id": pod.port_name(entry["interface"]), "attached-mac": entry["mac_address"],
             K_UID: uid, K_CONTAINER: container_id, K_INTERFACE: entry["interface"],
-            "ovn4nfv-pod": "%s/%s" % (namespace, name)}}
+            K_POD_REF: "%s/%s" % (namespace, name)}}
             for host, entry in hosts]
         reconcile(Port(), config, "merged", self.ovs)
         self.follow_taps()
@@ -474,7 +476,7 @@ class NodeAgent(OvsAttachment, PodTruth):
 
 
 def main(argv=None):
-    return daemon.run("ovn4nfv-node-agent", __doc__.split("\n", 1)[0], AgentConfig, NodeAgent, argv)
+    return daemon.run(NODE_AGENT, __doc__.split("\n", 1)[0], AgentConfig, NodeAgent, argv)
 
 
 if __name__ == "__main__":

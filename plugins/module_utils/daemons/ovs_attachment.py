@@ -15,9 +15,9 @@ import os
 import subprocess
 
 from .. import cni
+from ..common.marks import K_CONTAINER
 from ..node.netns import netlink, tx_off
 from ..ovsdb.execution import reconcile
-from ..cluster.pod_addresses import K_CONTAINER
 from ..resources.ovs import Port
 
 LOG = logging.getLogger("ovn4nfv.node_agent")

@@ -13,9 +13,9 @@ from .. import cni
 from ..cluster import annotations
 from ..cluster.pod_addresses import Pod, binding_verdict
 from ..common.errors import DatabaseUnreachable
+from ..common.marks import K_CONTAINER
 from ..node.netns import netlink
 from ..ovsdb import connection as ovsdb
-from .ovs_attachment import K_CONTAINER
 
 CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
 NOT_IN_OVN = 104              # plugin-specific CNI error: the interface list is not what OVN holds

@@ -27,6 +27,7 @@ import logging
 import sys
 
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.marks import UPLINK_PROGRAM
 from ..node import uplink
 from ..ovsdb import connection as ovsdb
 from ..resources.ovs import Bridge
@@ -61,7 +62,7 @@ def restore(path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="ovn4nfv-uplink", description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(prog=UPLINK_PROGRAM, description=__doc__.split("\n", 1)[0])
     parser.add_argument("config", help="the uplink's JSON file")
     args = parser.parse_args(argv)
     logging.basicConfig(level="INFO", stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")

@@ -41,6 +41,7 @@ import time
 from ..cluster import annotations, chains, pod_addresses, pod_ports, remote_mirrors, services
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.marks import K_NAMESPACE, K_POD, WATCHER
 from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
@@ -62,7 +63,6 @@ LOG = logging.getLogger("ovn4nfv.watcher")
 # Event reasons, besides pod_ports' (InvalidNetworkRequest, UnknownNetwork,
 # AddressConflict, AddressPoolExhausted)
 IGNORED = "IgnoredAnnotation"
-COMPONENT = "ovn4nfv-watcher"
 
 
 class Config(daemon.Settings):
@@ -124,7 +124,7 @@ class Watcher:
             # the workers, and the watches, Services' and chains' threads
             api_client = daemon.kubernetes_api_client(config.kubeconfig, config.workers + 8)
         self.core = k8s_client.CoreV1Api(api_client)
-        self.writer = kube.PodWriter(self.core, COMPONENT)
+        self.writer = kube.PodWriter(self.core, WATCHER)
         self.custom = k8s_client.CustomObjectsApi(api_client)
         self.nb = None
         self.committer = None       # the pods' NB writes, several pods a transaction
@@ -227,7 +227,7 @@ class Watcher:
         if row._table.name != "Logical_Switch_Port" or not pod_ports.is_pod_port(row):
             return
         ids = cell(row, "external_ids")
-        key = key_of(ids.get(pod_ports.K_NAMESPACE), ids.get(pod_ports.K_POD))
+        key = key_of(ids.get(K_NAMESPACE), ids.get(K_POD))
         self.served_as.pop(key, None)
         if event == "delete":
             for key in list(self.exhausted):
@@ -434,7 +434,7 @@ class Watcher:
 
 
 def main(argv=None):
-    return daemon.run("ovn4nfv-watcher", __doc__.split("\n", 1)[0], Config, Watcher, argv)
+    return daemon.run(WATCHER, __doc__.split("\n", 1)[0], Config, Watcher, argv)
 
 
 if __name__ == "__main__":

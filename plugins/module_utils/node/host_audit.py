@@ -36,7 +36,7 @@ import socket
 
 from ..cluster import releases
 from ..cluster.audit import audit_and_mend, audit_result, finding
-from ..cluster.pod_addresses import K_CONTAINER, K_UID
+from ..common.marks import K_CONTAINER, K_UID
 from ..ovsdb.connection import DEFAULT_OVS_DB, OVS_SCHEMA
 from ..ovsdb.execution import Batch
 from ..ovsdb.operations import Op

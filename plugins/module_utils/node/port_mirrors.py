@@ -23,13 +23,12 @@ import json
 import re
 
 from ..common.errors import ValidationError
-from ..cluster.remote_mirrors import DIRECTIONS, K_TAP, tap_end
-from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..cluster.remote_mirrors import DIRECTIONS, tap_end
+from ..common.marks import K_TAP, K_TAP_PREFIX, OWNER_KEY, OWNER_VALUE, TAP_MIRROR_PREFIX
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
 
-PREFIX = "ovn4nfv-tap:"
 TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface", "Mirror")
 DEFAULT_BRIDGE = "br-int"
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,48}[a-z0-9])?\Z")
@@ -61,11 +60,11 @@ def read_taps(view):
     rows = view.rows("Open_vSwitch")
     out = {}
     for key, value in (rows[0].external_ids if rows else {}).items():
-        if key.startswith(PREFIX):
+        if key.startswith(K_TAP_PREFIX):
             try:
-                out[key[len(PREFIX):]] = json.loads(value)
+                out[key[len(K_TAP_PREFIX):]] = json.loads(value)
             except ValueError:
-                raise ValidationError("tap %s has a damaged record; delete it" % key[len(PREFIX):])
+                raise ValidationError("tap %s has a damaged record; delete it" % key[len(K_TAP_PREFIX):])
     return out
 
 
@@ -98,7 +97,7 @@ def _mirror_plan(view, taps, bridge_name):
                 result.changes.append(Change("delete", name, {"name": name}, None, [
                     Op("mutate", "Bridge", bridge, "mirrors", [mirror], "delete")]))
             continue
-        want = {"name": "ovn4nfv-tap-" + name,
+        want = {"name": TAP_MIRROR_PREFIX + name,
                 "select_src_port": [source] if tap["direction"] in ("egress", "both") else [],
                 "select_dst_port": [source] if tap["direction"] in ("ingress", "both") else [],
                 "output_port": [collector],
@@ -158,9 +157,9 @@ def _realise_declarations(view, declaration, result, bridge):
     for name in sorted(set(current) | set(wanted)):
         result.record(name, current.get(name), wanted.get(name))
     root = view.rows("Open_vSwitch")[0]
-    removed = dict((PREFIX + n, json.dumps(t, sort_keys=True)) for n, t in current.items()
+    removed = dict((K_TAP_PREFIX + n, json.dumps(t, sort_keys=True)) for n, t in current.items()
                    if wanted.get(n) != t)
-    added = dict((PREFIX + n, json.dumps(t, sort_keys=True)) for n, t in wanted.items()
+    added = dict((K_TAP_PREFIX + n, json.dumps(t, sort_keys=True)) for n, t in wanted.items()
                  if current.get(n) != t)
     records = Plan(_Kind(), state)
     ops = []

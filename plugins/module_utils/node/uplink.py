@@ -29,6 +29,7 @@ import time
 
 from ..common.addressing import parse_ip_interface
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.marks import K_UPLINK
 from ..common.naming import interface_name
 from ..ovsdb.execution import Batch, execute, reconcile
 from ..ovsdb.plan import plan, validate_config
@@ -44,8 +45,6 @@ except ImportError as exc:  # pragma: no cover - reported by the module
     NetlinkError = Ovn4nfvError
     HAS_PYROUTE2 = False
     PYROUTE2_IMPORT_ERROR = exc
-
-K_UPLINK = "ovn4nfv-uplink"
 
 
 def netlink():

@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, OWNER_VALUE
+from ..common.marks import OWNER_KEY, OWNER_VALUE
 from .operations import NewRow, Op
 from .view import Current, column_value
 

@@ -9,7 +9,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, ovn_name
+from ..common.marks import OWNER_KEY
+from ..common.naming import ovn_name
 from ..ovsdb.fields import Field, map_options
 
 

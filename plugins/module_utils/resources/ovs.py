@@ -10,7 +10,8 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.naming import OWNER_KEY, in_range, interface_name, ovn_name
+from ..common.marks import OWNER_KEY
+from ..common.naming import in_range, interface_name, ovn_name
 from ..ovsdb.connection import OVS_SCHEMA, parse_remote
 from ..ovsdb.fields import Field, map_options
 from ..ovsdb.operations import Op

@@ -1,0 +1,262 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The product's marks: its on-disk contract, kept across upgrades.
+
+Every ``external_ids`` key the product writes, every value of a mark that
+it matches on, and every other name of its own that outlives one run (the
+default names of its rows, a mirror's and an address set's name prefix,
+its CNI plugin types, the node agent's socket, its programs and systemd
+unit) is defined here, once, and nowhere else in the core:
+``tests/unit/test_marks.py`` fails on an ``ovn4nfv-`` string anywhere else
+in ``plugins/module_utils/``.
+
+These strings are on disk: in the NB and SB databases, in each node's
+Open vSwitch database, in CNI configurations, in systemd units. A release
+reads what the previous release wrote. So **an upgrade must keep reading
+every key a previous release wrote**: renaming or dropping one is a
+migration (read the old key, write the new one, for at least one release),
+never an edit of this file. Adding a mark is free; give it its entry in
+:data:`CONTRACT` (where it is written, who writes it, who reads it).
+
+Who is who in :data:`CONTRACT`: *modules* are the Ansible modules (through
+``cluster/``, ``node/`` and ``resources/``), the *watcher* and the *node
+agent* are the daemons (``daemons/``), the *audit* is ``cluster/audit.py``
+(the audit, repair and picture modules) and ``node/host_audit.py``.
+
+Keys of other systems that the product reads or writes beside its own
+(``iface-id``, ``attached-mac``, ``ovn-bridge-mappings``,
+``ovn-match-northd-version``, ``neutron:*``) are not its marks: their
+owners may rename them, and they are defined where they are used.
+
+Standard library only, and nothing of the core imported: ``cni.py`` (which
+stands alone) takes its plugin types and socket from here.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# --------------------------------------------------------------------------
+# Ownership: on every row the product creates
+# --------------------------------------------------------------------------
+
+# Every row the product creates carries this mark in external_ids, so that it
+# finds, updates and removes exactly its own rows and leaves others alone.
+
+OWNER_KEY = "ovn4nfv-owner"
+OWNER_VALUE = "ovn4nfv.k8s"
+
+# --------------------------------------------------------------------------
+# Topology: the distributed router, the join switch, node gateways, wiring
+# --------------------------------------------------------------------------
+
+ROLE = "ovn4nfv-role"
+ROLE_ROUTER = "cluster-router"
+ROLE_JOIN = "join-switch"
+ROLE_GATEWAY = "node-gateway"
+ROLE_WIRING = "gateway-wiring"
+ROLE_POD = "pod-port"
+# a node gateway's settings, kept on its gateway router (K_VLAN too)
+K_NODE = "ovn4nfv-node"
+K_EXTERNAL_IP = "ovn4nfv-external-ip"
+K_EXTERNAL_GATEWAY = "ovn4nfv-external-gateway"
+K_PHYSNET = "ovn4nfv-physnet"
+K_JOIN_IP = "ovn4nfv-join-ip"
+DEFAULT_ROUTER = "ovn4nfv-master"
+DEFAULT_JOIN_SWITCH = "ovn4nfv-join"
+
+# --------------------------------------------------------------------------
+# Virtual networks: their settings, kept on the switch (or OVS bridge)
+# --------------------------------------------------------------------------
+
+NETWORK_KEY = "ovn4nfv-network"
+K_GATEWAY = "ovn4nfv-gateway"
+K_GATEWAY6 = "ovn4nfv-gateway6"
+K_SUBNET = "ovn4nfv-subnet"
+K_SUBNET6 = "ovn4nfv-subnet6"
+K_EXCLUDE = "ovn4nfv-exclude-ips"
+K_MTU = "ovn4nfv-mtu"
+K_DNS = "ovn4nfv-dns"
+K_ROUTES = "ovn4nfv-routes"
+K_PROVIDER = "ovn4nfv-provider"
+K_BACKEND = "ovn4nfv-backend"
+K_VLAN = "ovn4nfv-vlan"
+
+# --------------------------------------------------------------------------
+# Pods: their ports in OVN, their interfaces in a node's Open vSwitch
+# --------------------------------------------------------------------------
+
+K_NAMESPACE = "ovn4nfv-pod-namespace"
+K_POD = "ovn4nfv-pod-name"
+K_UID = "ovn4nfv-pod-uid"
+K_INTERFACE = "ovn4nfv-interface"
+K_CONTAINER = "ovn4nfv-container-id"
+K_POD_REF = "ovn4nfv-pod"
+# the chains a pod port is a network function's interface in (comma-separated),
+# and the port security that MAC-only replaced there
+K_CHAIN_FUNCTION = "ovn4nfv-chains"
+K_CHAIN_HELD = "ovn4nfv-chain-held"
+
+# --------------------------------------------------------------------------
+# Services, chains, taps, uplinks
+# --------------------------------------------------------------------------
+
+K_SERVICE = "ovn4nfv-service"
+K_SERVICE_UID = "ovn4nfv-service-uid"
+K_SERVICE_PART = "ovn4nfv-service-part"
+K_CHAIN = "ovn4nfv-chain"
+K_CHAIN_HOP = "ovn4nfv-chain-hop"
+K_CHAIN_SELECTOR = "ovn4nfv-chain-function"
+K_CHAIN_SPEC = "ovn4nfv-chain-spec"
+K_CHAIN_FAIL = "ovn4nfv-chain-fail"
+CHAIN_ADDRESS_SET_PREFIX = "ovn4nfv_chain_"
+K_TAP = "ovn4nfv-tap"
+K_TAP_SOURCE = "ovn4nfv-tap-source"
+K_TAP_PREFIX = "ovn4nfv-tap:"
+TAP_MIRROR_PREFIX = "ovn4nfv-tap-"
+K_UPLINK = "ovn4nfv-uplink"
+
+# --------------------------------------------------------------------------
+# Names outside the databases: CNI configurations, the node, the API, files
+# --------------------------------------------------------------------------
+
+CNI_TYPE = "ovn4nfv"
+IPAM_TYPE = "ovn4nfv-ipam"
+DEFAULT_SOCKET = "/run/ovn4nfv/agent.sock"
+WATCHER = "ovn4nfv-watcher"
+NODE_AGENT = "ovn4nfv-node-agent"
+UPLINK_PROGRAM = "ovn4nfv-uplink"
+UPLINK_UNIT = "ovn4nfv-uplink@"
+PICTURE_MARK = "ovn4nfv-picture"
+VETH_ALIAS_PREFIX = "ovn4nfv "
+
+# --------------------------------------------------------------------------
+# The contract: each mark's kind, where it is, who writes it, who reads it
+# --------------------------------------------------------------------------
+
+KIND_KEY = "external_ids key"                # a key, in the external_ids of the tables named
+KIND_KEY_PREFIX = "external_ids key prefix"  # the start of keys, the rest is a name
+KIND_VALUE = "value"                         # a value written under a key and matched on
+KIND_PREFIX = "name prefix"                  # the start of names, the rest is a name
+KIND_NAME = "name"                           # a name outside external_ids
+KINDS = (KIND_KEY, KIND_KEY_PREFIX, KIND_VALUE, KIND_PREFIX, KIND_NAME)
+
+_MODULES = "the modules (ovsdb/resource.py for every kind)"
+_TOPOLOGY = "cluster_topology, node_gateway (cluster/topology.py, cluster/wiring.py)"
+_NETWORKS = "virtual_network, cluster_network (cluster/networks.py, cluster/composite.py)"
+_PODS = "the watcher (cluster/pod_ports.py, cluster/pod_addresses.py)"
+
+# {mark's name: (kind, where it is written, who writes it, who reads it)}
+CONTRACT = {
+    "OWNER_KEY": (KIND_KEY, "every row the product creates, NB and Open_vSwitch databases alike",
+                  _MODULES + ", the watcher, the node agent",
+                  "every module (what it may change or delete), the watcher, the audit, the picture"),
+    "OWNER_VALUE": (KIND_VALUE, "under OWNER_KEY", "as OWNER_KEY", "as OWNER_KEY"),
+    "ROLE": (KIND_KEY, "Logical_Router, Logical_Switch, Logical_Switch_Port, Logical_Router_Static_Route, NAT",
+             _TOPOLOGY + ", the watcher (pod ports)",
+             "cluster/topology.py (role_of), cluster/pod_addresses.py (is_pod_port), the audit, the picture"),
+    "ROLE_ROUTER": (KIND_VALUE, "ROLE on the distributed Logical_Router", "cluster_topology",
+                    "cluster/topology.py, the picture"),
+    "ROLE_JOIN": (KIND_VALUE, "ROLE on the join Logical_Switch", "cluster_topology",
+                  "cluster/topology.py, the picture"),
+    "ROLE_GATEWAY": (KIND_VALUE, "ROLE on a node's gateway Logical_Router and its switch and ports", "node_gateway",
+                     "cluster/topology.py (read_gateways), the picture"),
+    "ROLE_WIRING": (KIND_VALUE, "ROLE on Logical_Router_Static_Route and NAT rows that wire networks to gateways",
+                    "cluster/wiring.py", "cluster/wiring.py (which routes and SNAT are its own)"),
+    "ROLE_POD": (KIND_VALUE, "ROLE on a pod's Logical_Switch_Port", "the watcher",
+                 "cluster/pod_addresses.py (is_pod_port), the watcher, the audit, the picture"),
+    "K_NODE": (KIND_KEY, "a gateway's Logical_Router and its parts (ports, switch)", "node_gateway",
+               "cluster/topology.py (read_gateways)"),
+    "K_EXTERNAL_IP": (KIND_KEY, "a gateway's Logical_Router", "node_gateway", "cluster/topology.py (read_gateways)"),
+    "K_EXTERNAL_GATEWAY": (KIND_KEY, "a gateway's Logical_Router", "node_gateway",
+                           "cluster/topology.py (read_gateways)"),
+    "K_PHYSNET": (KIND_KEY, "a gateway's Logical_Router", "node_gateway", "cluster/topology.py (read_gateways)"),
+    "K_JOIN_IP": (KIND_KEY, "a gateway's Logical_Router", "node_gateway", "cluster/topology.py (read_gateways)"),
+    "DEFAULT_ROUTER": (KIND_NAME, "Logical_Router.name of the distributed router, unless declared",
+                       "cluster_topology", "every cluster module that takes no router name, the audit"),
+    "DEFAULT_JOIN_SWITCH": (KIND_NAME, "Logical_Switch.name of the join switch, unless declared", "cluster_topology",
+                            "every cluster module that takes no join switch name, the audit"),
+    "NETWORK_KEY": (KIND_KEY, "a network's Logical_Switch, its router and switch ports, its declared ports; "
+                         "an OVS-backend network's Bridge",
+                    _NETWORKS, "cluster/networks.py (read_networks), cluster/wiring.py, the watcher, the audit"),
+    "K_GATEWAY": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py (network_of)"),
+    "K_GATEWAY6": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py (network_of)"),
+    "K_SUBNET": (KIND_KEY, "an OVS-backend network's Bridge (OVN keeps the subnet in other_config)", _NETWORKS,
+                 "cluster/networks.py (read_ovs_networks)"),
+    "K_SUBNET6": (KIND_KEY, "an OVS-backend network's Bridge", _NETWORKS, "cluster/networks.py"),
+    "K_EXCLUDE": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py (network_of)"),
+    "K_MTU": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py, the watcher"),
+    "K_DNS": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py, the watcher"),
+    "K_ROUTES": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py, the watcher"),
+    "K_PROVIDER": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS,
+                   "cluster/networks.py (by_provider), the watcher (Multus selections)"),
+    "K_BACKEND": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py"),
+    "K_VLAN": (KIND_KEY, "an OVS-backend network's Bridge; a gateway's Logical_Router", _NETWORKS + ", node_gateway",
+               "cluster/networks.py, cluster/topology.py (read_gateways)"),
+    "K_NAMESPACE": (KIND_KEY, "a pod's Logical_Switch_Port", _PODS, "the watcher, the audit, the picture"),
+    "K_POD": (KIND_KEY, "a pod's Logical_Switch_Port", _PODS, "the watcher, the audit, the picture"),
+    "K_UID": (KIND_KEY, "a pod's Logical_Switch_Port; its Interface in a node's Open_vSwitch",
+              _PODS + ", the node agent",
+              "the watcher (pod ports, services, Multus), the node agent, the audit, the host audit"),
+    "K_INTERFACE": (KIND_KEY, "a pod's Logical_Switch_Port; its Interface in a node's Open_vSwitch",
+                    _PODS + ", the node agent", "the watcher, the node agent, the audit, the picture"),
+    "K_CONTAINER": (KIND_KEY, "a pod's Interface in a node's Open_vSwitch (OVN and plain OVS attachments)",
+                    "the node agent (daemons/node_agent.py, daemons/ovs_attachment.py)",
+                    "the node agent (DEL, CHECK, GC; daemons/pod_truth.py), the host audit"),
+    "K_POD_REF": (KIND_KEY, "a pod's Interface in a node's Open_vSwitch (<namespace>/<name>)", "the node agent",
+                  "operators (ovs-vsctl list Interface); nothing in the product yet"),
+    "K_CHAIN_FUNCTION": (KIND_KEY, "a network function pod's Logical_Switch_Port (the chains it serves)",
+                         "the watcher (cluster/chains.py)",
+                         "cluster/pod_addresses.py (MAC-only port security), daemons/chain_hops.py, "
+                         "the node agent (through the SB copy)"),
+    "K_CHAIN_HELD": (KIND_KEY, "a network function pod's Logical_Switch_Port (its replaced port security)",
+                     "the watcher (cluster/chains.py)",
+                     "cluster/pod_addresses.py (held_addresses), the node agent (through the SB copy)"),
+    "K_SERVICE": (KIND_KEY, "Load_Balancer (<namespace>/<name> of the Service)",
+                  "the watcher (cluster/services.py)", "cluster/services.py, the watcher"),
+    "K_SERVICE_UID": (KIND_KEY, "Load_Balancer", "the watcher (cluster/services.py)",
+                      "cluster/services.py (a Service recreated under its name)"),
+    "K_SERVICE_PART": (KIND_KEY, "Load_Balancer (cluster or external)", "the watcher (cluster/services.py)",
+                       "operators (which of a Service's balancers a row is); nothing in the product yet"),
+    "K_CHAIN": (KIND_KEY, "Logical_Router_Policy, Address_Set", "network_chain, the watcher (cluster/chains.py)",
+                "cluster/chains.py, daemons/chain_hops.py, the audit"),
+    "K_CHAIN_HOP": (KIND_KEY, "Logical_Router_Policy (forward/<n>, reverse/<n>)", "network_chain",
+                    "cluster/chains.py, the watcher"),
+    "K_CHAIN_SELECTOR": (KIND_KEY, "Logical_Router_Policy, Address_Set (a function's or the source's selector, JSON)",
+                         "network_chain", "cluster/chains.py, the watcher (next hops, source addresses)"),
+    "K_CHAIN_SPEC": (KIND_KEY, "a chain's first Logical_Router_Policy (the chain as declared, JSON)", "network_chain",
+                     "cluster/chains.py (gathered, read_chains)"),
+    "K_CHAIN_FAIL": (KIND_KEY, "Logical_Router_Policy (open or closed)", "network_chain",
+                     "cluster/chains.py, the watcher (the action with no next hop)"),
+    "CHAIN_ADDRESS_SET_PREFIX": (KIND_PREFIX, "Address_Set.name, then the chain's name ('-' as '_')", "network_chain",
+                                 "the chain's policies (match $<name>), the watcher"),
+    "K_TAP": (KIND_KEY, "Mirror (NB, remote taps; a node's Open_vSwitch, port taps)",
+              "traffic_tap (cluster/remote_mirrors.py), the node agent (node/port_mirrors.py)",
+              "cluster/remote_mirrors.py, node/port_mirrors.py, the audit"),
+    "K_TAP_SOURCE": (KIND_KEY, "NB Mirror (the source port's name)", "traffic_tap (cluster/remote_mirrors.py)",
+                     "cluster/remote_mirrors.py (gathered, mirrors of a port)"),
+    "K_TAP_PREFIX": (KIND_KEY_PREFIX, "Open_vSwitch (the root row), then the tap's name; the tap as declared, JSON",
+                     "port_tap (node/port_mirrors.py)", "node/port_mirrors.py, the node agent (follow_taps)"),
+    "TAP_MIRROR_PREFIX": (KIND_PREFIX, "Mirror.name in a node's Open_vSwitch, then the tap's name",
+                          "node/port_mirrors.py (the node agent, port_tap)", "operators (ovs-vsctl list Mirror)"),
+    "K_UPLINK": (KIND_KEY, "Port in a node's Open_vSwitch (the NIC moved onto a bridge)", "ovs_uplink (node/uplink.py)",
+                 "operators (which port the product moved there); nothing in the product yet"),
+    "CNI_TYPE": (KIND_NAME, "CNI configurations (type), NetworkAttachmentDefinitions", "the cni role, users",
+                 "cni.py, the node agent, the watcher (daemons/multus.py)"),
+    "IPAM_TYPE": (KIND_NAME, "CNI configurations (ipam.type) of other plugins", "users",
+                  "the node agent, the watcher (daemons/multus.py)"),
+    "DEFAULT_SOCKET": (KIND_NAME, "the node agent's unix socket, and the cni role's default", "the node agent",
+                       "cni.py (the plugin the runtime executes)"),
+    "WATCHER": (KIND_NAME, "the watcher's program and logger, the source component of its Events", "the watcher",
+                "operators (kubectl get events, the journal)"),
+    "NODE_AGENT": (KIND_NAME, "the node agent's program and logger", "the node agent", "operators (the journal)"),
+    "UPLINK_PROGRAM": (KIND_NAME, "daemons/uplinks.py's program name", "daemons/uplinks.py", "its usage line"),
+    "UPLINK_UNIT": (KIND_NAME, "the systemd unit ovn4nfv-uplink@<bridge>.service that runs daemons/uplinks.py",
+                    "the ovs role", "systemd at boot; daemons/uplinks.py's docs"),
+    "VETH_ALIAS_PREFIX": (KIND_PREFIX, "the alias (IFLA_IFALIAS) of a pod's node-side veth, then the container's "
+                                  "digest and the pod's interface", "the node agent (ADD)",
+                                  "the node agent (DEL: which veths are the container's)"),
+    "PICTURE_MARK": (KIND_NAME, "the comment an SVG picture carries (with its digest)", "cluster/picture.py (digest)",
+                     "cluster/picture.py (page), the picture module (unchanged picture, no rewrite)"),
+}
