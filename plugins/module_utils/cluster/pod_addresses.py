@@ -213,7 +213,7 @@ def port_security(row, mac_only=None):
     """What a pod port may send as: its MAC with its IPs and the IPv6
     link-local address the kernel derives from that MAC; OVN drops any
     other source MAC, source IP or ARP/ND claim. A network function's
-    interface in a chain (marked ``ovn4nfv-chain-function``, or
+    interface in a chain (marked ``K_CHAIN_FUNCTION``, or
     ``mac_only``) forwards others' traffic: its MAC alone. None while OVN
     has not assigned the port an address yet."""
     mac, ips = held_addresses(row)
@@ -323,7 +323,7 @@ def binding_entries(mac, port_security, external_ids):
     port: its port security, its ``mac`` entries but for ``dynamic``,
     ``router`` and ``unknown`` (the southbound keeps a dynamic port's as
     ``dynamic``), and what a chain function's port gave up
-    (``ovn4nfv-chain-held``)."""
+    (``K_CHAIN_HELD``)."""
     entries = as_strings(port_security)
     entries += [t for t in as_strings(mac) if t.split()[:1] not in (["dynamic"], ["router"], ["unknown"])]
     held = (external_ids or {}).get(K_CHAIN_HELD)

@@ -9,7 +9,7 @@ The tap *is* its ``Mirror`` row in the northbound database: its name is
 the tap's, its ``sink`` the collector's address, its ``index`` the GRE key
 or ERSPAN session, its ``filter`` the direction, and its ``external_ids``
 carry the owner mark and the source logical port
-(``ovn4nfv-tap-source``). The source port's ``mirror_rules`` point at it;
+(``K_TAP_SOURCE``). The source port's ``mirror_rules`` point at it;
 ovn-controller on the node that binds the port makes the tunnel port
 (``ovn-<name>``) and the OVS mirror. When a pod is made again its port is
 a new row: the pod path (:func:`mirrors_for`) puts the tap back on it in

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The cluster's shared OVN topology, as in the seed design.
 
-* one distributed router (``ovn4nfv-master`` by default);
+* one distributed router (``DEFAULT_ROUTER``, ``ovn4nfv-master``, by default);
 * a join switch whose subnet is configurable; its first host address is the
   distributed router's, the next ones go to the node gateways;
 * per node, a gateway router bound to the node's chassis, with a port on the

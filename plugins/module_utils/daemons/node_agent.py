@@ -124,7 +124,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         more, and their veths: after a reboot (the devices are gone, the
         OVS database is not), an agent crash, or a CNI DEL that never came
         (the pod is gone from the API). Only ports the product made (an
-        ``ovn4nfv-container-id`` mark) are looked at. Without the API only
+        ``K_CONTAINER`` mark) are looked at. Without the API only
         the ports whose device is gone are removed. Returns their names."""
         def owned(idl):
             return [(iface.name, iface.external_ids.get(K_UID)) for iface in idl.tables["Interface"].rows.values()

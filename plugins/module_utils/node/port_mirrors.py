@@ -7,7 +7,7 @@ the integration bridge.
 
 A tap is declared by its source and collector *logical ports* (a pod's
 ``<namespace>_<pod>_<interface>``), not by OVS ports: the declaration is
-kept in ``Open_vSwitch:external_ids`` (``ovn4nfv-tap:<name>``), and the
+kept in ``Open_vSwitch:external_ids`` (``K_TAP_PREFIX`` + name), and the
 mirror is made from the OVS ports whose ``iface-id`` are those logical
 ports, whenever both are on the node. When a pod is made again (a new veth,
 the same logical port), the node agent makes the mirror again from the
