@@ -79,7 +79,7 @@ def main():
             # baseline: the same kind of change, written by the core directly
             baseline = []
             service = services.Service("bench", "base", "uid-base", {services.NETWORK_ANNOTATION: "svcnet"},
-                                  cluster_ip="10.96.200.1", ports=[services.Port("http", "TCP", 80, 8080)])
+                                       cluster_ip="10.96.200.1", ports=[services.Port("http", "TCP", 80, 8080)])
             members = [services.Endpoint(True, {"http": 8080}, ip="10.100.200.%d" % i) for i in range(1, PER_SERVICE + 1)]
             for i in range(CHANGES):
                 members[i % PER_SERVICE].ready = not members[i % PER_SERVICE].ready

@@ -117,8 +117,8 @@ def test_pod_reaches_external_host_through_the_gateway_with_snat(cluster_node):
 
 def service_plan(node, endpoints, remove=False):
     service = services.Service("default", "web", "uid-web", {services.NETWORK_ANNOTATION: "net1"},
-                          cluster_ip="10.96.0.10", external_ips=[SERVICE_EXTERNAL_IP],
-                          ports=[services.Port("http", "TCP", 80, 8080)])
+                               cluster_ip="10.96.0.10", external_ips=[SERVICE_EXTERNAL_IP],
+                               ports=[services.Port("http", "TCP", 80, 8080)])
     with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES + services.TABLES) as db:
         if remove:
             return execute(db, lambda v: services.plan_remove(v, service.key), write=True)

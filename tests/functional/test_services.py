@@ -188,7 +188,7 @@ def test_one_gateway_answers_for_an_external_ip_and_another_takes_over(k8s):
     wait_vips(k8s, name, {EXTERNAL_IP + ":80": [ips["shop-1"] + ":8080"]})
     with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES + services.TABLES) as db:
         owner = db.read(lambda idl: services.gateway_for(addressing.parse_ip(EXTERNAL_IP, "ip"),
-                                                    read_gateways(View(idl)).values()))
+                                                         read_gateways(View(idl)).values()))
         wait_nb(k8s, lambda idl: attached_router(idl, name) == owner.router)
     gateways = dict((r["name"], r) for r in k8s.box.rows("nb", "Logical_Router"))
     assert gateways[owner.router]["options"]["lb_force_snat_ip"] == "router_ip"
@@ -217,7 +217,7 @@ def test_a_service_deleted_while_the_watcher_was_down_loses_its_balancers(k8s):
 def test_ports_out_of_range_are_refused_by_the_core_too(k8s):
     """The API server refuses them, but the core does not rely on it."""
     service = services.Service("default", "raw", "uid-raw", NET, cluster_ip="10.96.50.1",
-                          ports=[services.Port("a", "TCP", 70000, 80)])
+                               ports=[services.Port("a", "TCP", 70000, 80)])
     with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES + services.TABLES) as db:
         for ports, words in (([services.Port("a", "TCP", 70000, 80)], "spec.ports[0].port"),
                              ([services.Port("a", "TCP", 80, 0x10000)], "spec.ports[0].targetPort"),

@@ -54,8 +54,8 @@ def service_of(obj):
     # the client's generations name spec.externalIPs differently
     external = getattr(spec, "external_ips", None) or getattr(spec, "external_i_ps", None) or []
     return services.Service(meta.namespace, meta.name, meta.uid, meta.annotations, spec.cluster_ip,
-                       external, ports, spec.selector, affinity,
-                       bool(spec.publish_not_ready_addresses))
+                            external, ports, spec.selector, affinity,
+                            bool(spec.publish_not_ready_addresses))
 
 
 def is_ready(pod):
