@@ -158,7 +158,7 @@ def chain_items(chain, networks, topology, where="config"):
             match = 'inport == "%s" && ip4.src == %s && ip4.dst == %s' % (port, dst, src)
         ids = {K_CHAIN: chain["name"], K_CHAIN_HOP: hop, K_CHAIN_FAIL: "open" if chain["fail_open"] else "closed",
                K_CHAIN_SELECTOR: json.dumps(dict(function[side], selector=function["selector"],
-                                           namespace=chain["namespace"]), sort_keys=True)}
+                                                 namespace=chain["namespace"]), sort_keys=True)}
         if hop == "forward/0":
             ids[K_CHAIN_SPEC] = json.dumps(chain, sort_keys=True)
         items.append({"router": topology.router, "priority": chain["priority"], "match": match,

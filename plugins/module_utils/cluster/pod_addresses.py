@@ -21,7 +21,6 @@ from ..common.marks import (
 from ..ovsdb.view import cell
 
 
-
 class Pod:
     """The identity of a pod."""
 

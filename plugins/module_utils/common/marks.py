@@ -178,7 +178,7 @@ CONTRACT = {
     "DEFAULT_JOIN_SWITCH": (KIND_NAME, "Logical_Switch.name of the join switch, unless declared", "cluster_topology",
                             "every cluster module that takes no join switch name, the audit"),
     "NETWORK_KEY": (KIND_KEY, "a network's Logical_Switch, its router and switch ports, its declared ports; "
-                         "an OVS-backend network's Bridge",
+                              "an OVS-backend network's Bridge",
                     _NETWORKS, "cluster/networks.py (read_networks), cluster/wiring.py, the watcher, the audit"),
     "K_GATEWAY": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py (network_of)"),
     "K_GATEWAY6": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py (network_of)"),
@@ -220,9 +220,9 @@ CONTRACT = {
     "K_SERVICE_PART": (KIND_KEY, "Load_Balancer (cluster or external)", "the watcher (cluster/services.py)",
                        "operators (which of a Service's balancers a row is); nothing in the product yet"),
     "K_CHAIN": (KIND_KEY, "Logical_Router_Policy, Address_Set", "network_chain, the watcher (cluster/chains.py)",
-                "cluster/chains.py, daemons/chain_hops.py, the audit"),
+                "cluster/chains.py, daemons/chain_hops.py"),
     "K_CHAIN_HOP": (KIND_KEY, "Logical_Router_Policy (forward/<n>, reverse/<n>)", "network_chain",
-                    "cluster/chains.py, the watcher"),
+                    "operators and tests (which hop a policy is); nothing in the product yet"),
     "K_CHAIN_SELECTOR": (KIND_KEY, "Logical_Router_Policy, Address_Set (a function's or the source's selector, JSON)",
                          "network_chain", "cluster/chains.py, the watcher (next hops, source addresses)"),
     "K_CHAIN_SPEC": (KIND_KEY, "a chain's first Logical_Router_Policy (the chain as declared, JSON)", "network_chain",
@@ -233,7 +233,7 @@ CONTRACT = {
                                  "the chain's policies (match $<name>), the watcher"),
     "K_TAP": (KIND_KEY, "Mirror (NB, remote taps; a node's Open_vSwitch, port taps)",
               "traffic_tap (cluster/remote_mirrors.py), the node agent (node/port_mirrors.py)",
-              "cluster/remote_mirrors.py, node/port_mirrors.py, the audit"),
+              "cluster/remote_mirrors.py, node/port_mirrors.py"),
     "K_TAP_SOURCE": (KIND_KEY, "NB Mirror (the source port's name)", "traffic_tap (cluster/remote_mirrors.py)",
                      "cluster/remote_mirrors.py (gathered, mirrors of a port)"),
     "K_TAP_PREFIX": (KIND_KEY_PREFIX, "Open_vSwitch (the root row), then the tap's name; the tap as declared, JSON",
@@ -254,9 +254,9 @@ CONTRACT = {
     "UPLINK_PROGRAM": (KIND_NAME, "daemons/uplinks.py's program name", "daemons/uplinks.py", "its usage line"),
     "UPLINK_UNIT": (KIND_NAME, "the systemd unit ovn4nfv-uplink@<bridge>.service that runs daemons/uplinks.py",
                     "the ovs role", "systemd at boot; daemons/uplinks.py's docs"),
-    "VETH_ALIAS_PREFIX": (KIND_PREFIX, "the alias (IFLA_IFALIAS) of a pod's node-side veth, then the container's "
-                                  "digest and the pod's interface", "the node agent (ADD)",
-                                  "the node agent (DEL: which veths are the container's)"),
+    "VETH_ALIAS_PREFIX": (KIND_PREFIX, "the alias (IFLA_IFALIAS) of a pod's node-side veth, then the "
+                                       "container's digest and the pod's interface",
+                          "the node agent (ADD)", "the node agent (DEL: which veths are the container's)"),
     "PICTURE_MARK": (KIND_NAME, "the comment an SVG picture carries (with its digest)", "cluster/picture.py (digest)",
                      "cluster/picture.py (page), the picture module (unchanged picture, no rewrite)"),
 }
