@@ -17,7 +17,9 @@ works. The addresses the lab needs must be literal there, not templates.
 The lab's pods sit on the inventory's workers by position: the seed's pods
 on the first two (``worker1``, ``worker2`` in the example), and a pod on
 both networks on each further worker, so that every worker has links in
-verify.yml's matrix.
+verify.yml's matrix. They, the Service, the chain and the tap go on the
+first two networks of ``ovn4nfv_networks``, whatever their names and
+subnets (``ovn-net1`` and ``ovn-net2`` in the example): :attr:`Layout.pod_networks`.
 """
 
 import json
@@ -31,20 +33,18 @@ DEFAULT_INVENTORY = os.path.join(ROOT, "playbooks", "inventory", "example.yml")
 UNDERLAY_NET, EXTERNAL_NET = "ovn4nfv-underlay", "ovn4nfv-external"
 API_CONTAINER, API_HOSTNAME = "ovn4nfv-api", "api"
 API_PORT = 6443
-NETWORKS = ("ovn-net1", "ovn-net2")    # the networks the lab's pods ask for
-
-BOTH = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"},
-                   {"name": "ovn-net2", "interface": "net1"}])
-NET1 = json.dumps([{"name": "ovn-net1", "interface": "eth0", "defaultGateway": "true"}])
-NET2 = json.dumps([{"name": "ovn-net2", "interface": "eth0", "defaultGateway": "true"}])
+# What a pod asks for, by the index of each interface's network in
+# Layout.pod_networks: BOTH is eth0 on the first and net1 on the second.
+REQUESTS = {"BOTH": ((0, "eth0"), (1, "net1")), "NET1": ((0, "eth0"),), "NET2": ((1, "eth0"),)}
+BOTH, NET1, NET2 = "BOTH", "NET1", "NET2"
 WEB = {"app": "web"}
 FWD = {"app": "fwd"}
 # (worker index, pod, its networks, its labels): pods on both networks; the
-# web Service's backends (on ovn-net1 only: a backend that also sat on the
-# client's network would answer it straight, around the balancer); a client
-# on ovn-net2 only, for the Service's VIP; the chain's ends on the first
-# worker and its forwarding function on the second, the worker that holds
-# neither end; the tap's collector beside pod-w1a.
+# web Service's backends (on the first network only: a backend that also sat
+# on the client's network would answer it straight, around the balancer); a
+# client on the second only, for the Service's VIP; the chain's ends on the
+# first worker and its forwarding function on the second, the worker that
+# holds neither end; the tap's collector beside pod-w1a.
 SEED_PODS = [(0, "pod-w1a", BOTH, {}), (0, "pod-w1b", BOTH, {}),
              (1, "pod-w2a", BOTH, {}), (1, "pod-w2b", BOTH, {}),
              (0, "web-w1", NET1, WEB), (1, "web-w2", NET1, WEB),
@@ -81,11 +81,12 @@ class Layout:
             raise LayoutError("%s: the lab needs at least two workers (the chain's function sits on the "
                               "second, apart from its ends), not %d" % (self.inventory, len(self.workers)))
         kube = _unique(self.masters + self.workers + self.central)
-        networks = [network["name"] for network in hostvars[kube[0]].get("ovn4nfv_networks") or []]
-        missing = [name for name in NETWORKS if name not in networks]
-        if missing:
-            raise LayoutError("%s: ovn4nfv_networks lacks %s, which the lab's pods ask for" % (
-                self.inventory, ", ".join(missing)))
+        networks = [_literal(kube[0], "a network's name", network.get("name"))
+                    for network in hostvars[kube[0]].get("ovn4nfv_networks") or []]
+        if len(networks) < 2 or not all(networks[:2]):
+            raise LayoutError("%s: the lab's pods need two networks in ovn4nfv_networks, which declares %d"
+                              % (self.inventory, len(networks)))
+        self.pod_networks = tuple(networks[:2])
         underlay, external, self.nodes = {}, {}, {}
         for host in kube + [h for h in self.externals if h not in kube]:
             if host == API_HOSTNAME:
@@ -157,14 +158,26 @@ class Layout:
     def underlay_address(self, index):
         return str(self.underlay[index])
 
+    def request(self, kind):
+        """The ``ovnNetwork`` annotation of a pod of ``kind`` (BOTH, NET1,
+        NET2): its interfaces on the lab's networks, the first one the
+        default gateway."""
+        interfaces = []
+        for index, interface in REQUESTS[kind]:
+            wanted = {"name": self.pod_networks[index], "interface": interface}
+            if not interfaces:
+                wanted["defaultGateway"] = "true"
+            interfaces.append(wanted)
+        return json.dumps(interfaces)
+
     def pods(self):
         """``[(worker, pod, networks JSON, labels)]``: the seed's pods on the
         first two workers, and ``pod-w<n>a`` on both networks on each
         further worker."""
-        pods = [(self.workers[index], pod, networks, labels) for index, pod, networks, labels in SEED_PODS]
+        pods = [(self.workers[index], pod, kind, labels) for index, pod, kind, labels in SEED_PODS]
         pods += [(worker, "pod-w%da" % (index + 1), BOTH, {})
                  for index, worker in enumerate(self.workers) if index >= 2]
-        return pods
+        return [(worker, pod, self.request(kind), labels) for worker, pod, kind, labels in pods]
 
     def connection_inventory(self, api_dir):
         """How Ansible reaches these containers, and the lab's API: the

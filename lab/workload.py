@@ -1,0 +1,118 @@
+"""The lab's workload: its pods (made on the nodes as kubelet would, by
+lab/kubelet.py), the web Service, the chain and the tap (workloads.yml),
+all on the inventory's first two networks (``Layout.pod_networks``), and
+what verify.yml is told to check of them.
+"""
+
+import json
+import os
+
+from lab import layout as seed
+from lab.host import HERE, exec_in, podman
+from lab.playbooks import playbook
+
+SYSCTLS = {"fwd-w2": {"net.ipv4.ip_forward": "1"}}
+WORKLOADS = os.path.join(HERE, "workloads.yml")
+VERIFY_PORT = 7777          # verify.yml's probes answer here
+SERVICE_VIP = "10.96.100.10"
+
+
+def node_of(session, pod):
+    return [node for node, name, _n, _l in session.layout.pods() if name == pod][0]
+
+
+def with_labels(session, labels):
+    return [(node, pod) for node, pod, _n, have in session.layout.pods() if have == labels]
+
+
+def service(session):
+    """The seeds' ExternalIP case: the Service ``web`` on the first network,
+    its external IP the external network's 120th address (192.168.50.120
+    in the example), port 80, the pods labelled app=web behind it."""
+    lay = session.layout
+    return {"metadata": {"name": "web", "annotations": {
+                "k8s.plugin.opnfv.org/service-network": lay.pod_networks[0],
+                "k8s.plugin.opnfv.org/service-vip": SERVICE_VIP}},
+            "spec": {"selector": seed.WEB, "externalIPs": [lay.external_address(120)],
+                     "ports": [{"name": "http", "port": 80, "targetPort": VERIFY_PORT}]}}
+
+
+def verify_services(session, deleted=()):
+    """verify.yml's ``verify_services``: what to reach of the lab's
+    Service, from where, and which backends must answer."""
+    spec = service(session)["spec"]
+    backends = [pod for _node, pod in with_labels(session, spec["selector"])]
+    return [{"name": "web", "vip": SERVICE_VIP, "external_ips": spec["externalIPs"], "port": spec["ports"][0]["port"],
+             "backends": [b for b in backends if b not in deleted], "deleted": list(deleted),
+             "clients": ["cli-w1"]}]
+
+
+def verify_chains(session, closed=False):
+    """verify.yml's ``verify_chains``: lab-chain's ends and function, and
+    whether the function is deleted (the chain must then be closed)."""
+    function = with_labels(session, seed.FWD)[0]
+    return [{"name": "lab-chain", "source": {"node": node_of(session, "chain-src"), "pod": "chain-src"},
+             "destination": {"pod": "chain-dst", "network": session.layout.pod_networks[1]},
+             "function": {"node": function[0], "pod": function[1], "interfaces": ["eth0", "net1"]},
+             "closed": closed}]
+
+
+def verify_taps(session):
+    return [{"name": "lab-tap", "node": node_of(session, "pod-w1a"), "source": "pod-w1a", "collector": "col-w1",
+             "collector_interface": "eth0", "target": {"pod": "pod-w1b", "network": session.layout.pod_networks[0]}}]
+
+
+def verify_vars(session, deleted=()):
+    """verify.yml's extra variables: the Service, chain and tap to check,
+    with the pods named in ``deleted`` gone."""
+    closed = any(pod in deleted for _node, pod in with_labels(session, seed.FWD))
+    return "-e", json.dumps({"verify_services": verify_services(session, [d for d in deleted if d.startswith("web")]),
+                             "verify_chains": verify_chains(session, closed), "verify_taps": verify_taps(session)})
+
+
+def workloads(session, check=True):
+    """workloads.yml: the chain and the tap, on the lab's networks."""
+    return playbook(session, WORKLOADS, "-e", json.dumps({"lab_networks": list(session.layout.pod_networks)}),
+                    check=check)
+
+
+def run_pods(session, nodes=None):
+    """Pods on each worker (or on ``nodes``), the way kubelet would make
+    them; a pod the API has already is given its interfaces again."""
+    made = []
+    for node, pod, networks, labels in session.layout.pods():
+        if nodes is not None and node not in nodes:
+            continue
+        made.append(kubelet(session, node, "run", pod, networks, json.dumps(labels),
+                            json.dumps(SYSCTLS.get(pod, {}))))
+    kubelet(session, session.layout.workers[0], "service", json.dumps(service(session)))
+    return made
+
+
+def kubelet(session, node, *argv):
+    """lab/kubelet.py on ``node``; its JSON answer."""
+    name = session.container(node)
+    podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
+    result = exec_in(name, "python3", "/usr/local/bin/lab-kubelet", *argv, check=False)
+    if result.returncode:
+        print(underlay_state(session), flush=True)
+        raise SystemExit("lab: kubelet %s on %s failed (exit %d): %s" % (
+            " ".join(argv[:2]), node, result.returncode, result.stderr.strip()[-3000:]))
+    return json.loads(result.stdout)
+
+
+UNDERLAY_COMMANDS = [["ip", "-br", "addr"], ["ip", "route"], ["ip", "neigh"],
+                     ["ovs-vsctl", "list-ports", "br-phy"], ["ovs-appctl", "fdb/show", "br-phy"]]
+
+
+def underlay_state(session):
+    """What each node's underlay looks like, for a failure report."""
+    out = []
+    lab = session.lab_set("lab")
+    for name, (hostname, _networks) in lab.nodes.items():
+        if name in lab.tx_off or name == lab.api:      # no underlay of theirs
+            continue
+        for argv in UNDERLAY_COMMANDS:
+            result = exec_in(name, *argv, check=False)
+            out.append("== %s: %s\n%s%s" % (hostname, " ".join(argv), result.stdout, result.stderr))
+    return "\n".join(out)
