@@ -18,7 +18,8 @@ DEBIAN ?= trixie
 # reads it). Empty: the one the running lab was made from, else
 # playbooks/inventory/example.yml; e.g. playbooks/inventory/three-workers.yml.
 INVENTORY ?=
-LAB_PY = $(PY) lab/lab.py --debian $(DEBIAN) $(if $(INVENTORY),--inventory $(INVENTORY))
+# The lab is a package run from the checkout's root (python -m lab).
+LAB_PY = $(PY) -m lab --debian $(DEBIAN) $(if $(INVENTORY),--inventory $(INVENTORY))
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
 .PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-chaos lab-down clean
@@ -47,7 +48,8 @@ test: venv
 # The core on the library versions the nodes run, with Debian's pytest,
 # outside the venv: Debian 12's python3 packages (the floors in
 # requirements.txt) on this machine, Debian 13's (Python 3.13, OVS 3.5, OVN
-# 25.03) in a container of the lab's Debian 13 node image.
+# 25.03) in a container of the lab's Debian 13 node image (.ci/core_tests.py,
+# a CI job that builds on the lab's images).
 # test_failure_summary checks CI tooling that needs ansible-playbook.
 test-debian: test-debian12 test-debian13
 
@@ -56,7 +58,7 @@ test-debian12: deps
 	  --ignore tests/functional/test_failure_summary.py
 
 test-debian13: deps
-	$(BASE_PYTHON) lab/lab.py --debian trixie core-tests
+	PYTHONPATH=$(CURDIR) $(BASE_PYTHON) .ci/core_tests.py --debian trixie
 
 unit: venv
 	$(PY) -m pytest tests/unit
@@ -129,7 +131,7 @@ bench: venv
 MOLECULE_SCENARIOS := ovs:trixie ovn_central:trixie ovn_controller:trixie node_gateway:trixie cni:trixie \
   watcher:trixie central_cluster:trixie topology:mixed
 molecule: venv
-	$(PY) lab/lab.py deps
+	$(PY) -m lab deps
 	rm -rf $(COLLECTION_TREE)/molecule && mkdir -p $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv
 	ln -s $(CURDIR) $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv/k8s
 	@for item in $(MOLECULE_SCENARIOS); do s=$${item%%:*}; \
@@ -156,7 +158,7 @@ lab-chaos: venv
 	$(LAB_PY) chaos
 
 lab-down:
-	$(BASE_PYTHON) lab/lab.py down
+	$(BASE_PYTHON) -m lab down
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache tests/output
