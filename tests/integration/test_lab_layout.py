@@ -3,17 +3,16 @@ from the example and the three-worker inventory, and the clear error for an
 inventory it cannot stand up. ``make lab INVENTORY=...`` runs them for real
 (the note of issue 17 has the three-worker lab's figures)."""
 
+import json
 import os
-import sys
 import textwrap
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "lab"))
+from lab import containers, layout, workload
 
-import layout  # noqa: E402  (lab/ on the path above)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 THREE = os.path.join(ROOT, "playbooks", "inventory", "three-workers.yml")
 
@@ -91,12 +90,77 @@ def test_an_inventory_the_lab_cannot_stand_up_is_refused_by_name(tmp_path, secon
     assert words in str(raised.value)
 
 
-def test_the_pods_networks_must_be_declared(tmp_path):
+def test_the_lab_needs_two_networks(tmp_path):
     text = (BASE % "b: {node_underlay_address: 192.168.90.13/24, node_gateway_external_ip: 192.168.91.13/24}"
-            ).replace("{name: ovn-net2, subnet: 10.2.0.0/24}", "{name: other, subnet: 10.2.0.0/24}")
+            ).replace(", {name: ovn-net2, subnet: 10.2.0.0/24}", "")
     with pytest.raises(layout.LayoutError) as raised:
         layout.Layout(inventory(tmp_path, text))
-    assert "lacks ovn-net2" in str(raised.value)
+    assert "need two networks in ovn4nfv_networks, which declares 1" in str(raised.value)
     good = layout.Layout(inventory(tmp_path, BASE % (
         "b: {node_underlay_address: 192.168.90.13/24, node_gateway_external_ip: 192.168.91.13/24}")))
     assert good.kube == ["ovn4nfv-m", "ovn4nfv-a", "ovn4nfv-b"] and good.api_address == "192.168.90.10"
+
+
+OTHER = """\
+all:
+  vars:
+    ovn4nfv_networks:
+      - {name: blue, subnet: 10.77.0.0/16}
+      - {name: red-side, subnet: 172.30.5.0/24}
+      - {name: ovn-net1, subnet: 10.1.0.0/24}
+  children:
+    ovn_central: {hosts: {c: {node_underlay_address: 10.250.0.5/24}}}
+    masters: {hosts: {c: }}
+    workers:
+      hosts:
+        alpha: {node_underlay_address: 10.250.0.6/24, node_gateway_external_ip: 10.251.0.6/24}
+        beta: {node_underlay_address: 10.250.0.7/24, node_gateway_external_ip: 10.251.0.7/24}
+    external_hosts: {hosts: {outside: {external_address: 10.251.0.100/24}}}
+"""
+
+
+def interfaces(request):
+    return [(item["name"], item["interface"]) for item in json.loads(request)]
+
+
+def test_the_workloads_go_on_the_inventorys_first_two_networks_whatever_their_names(tmp_path):
+    """An inventory whose networks are not the example's (other names, other
+    subnets, a third network): every pod, the Service, the chain and the tap
+    are on its first two networks, blue and red-side, none on another."""
+    session = containers.Session(inventory=inventory(tmp_path, OTHER), state=str(tmp_path / "state"))
+    lay = session.layout
+    assert lay.pod_networks == ("blue", "red-side")
+    placed = dict((pod, (node, interfaces(request), labels)) for node, pod, request, labels in lay.pods())
+    assert placed["pod-w1a"] == ("alpha", [("blue", "eth0"), ("red-side", "net1")], {})
+    assert placed["fwd-w2"] == ("beta", [("blue", "eth0"), ("red-side", "net1")], {"app": "fwd"})
+    assert placed["web-w1"] == ("alpha", [("blue", "eth0")], {"app": "web"})
+    assert placed["cli-w1"] == ("alpha", [("red-side", "eth0")], {})
+    assert placed["chain-dst"][1] == [("red-side", "eth0")]
+    asked = set(name for _node, _pod, request, _l in lay.pods() for name, _i in interfaces(request))
+    assert asked == {"blue", "red-side"}
+    # the first interface is the default gateway, as the seed's pods have it
+    assert all(json.loads(request)[0]["defaultGateway"] == "true" for _n, _p, request, _l in lay.pods())
+    # the Service on the first network, its external IP on the inventory's external subnet
+    svc = workload.service(session)
+    assert svc["metadata"]["annotations"]["k8s.plugin.opnfv.org/service-network"] == "blue"
+    assert svc["spec"]["externalIPs"] == ["10.251.0.120"]
+    # what verify.yml is told: the chain to the second network, the tap's target on the first
+    told = json.loads(workload.verify_vars(session)[1])
+    assert told["verify_chains"][0]["destination"]["network"] == "red-side"
+    assert told["verify_chains"][0]["function"] == {"node": "beta", "pod": "fwd-w2", "interfaces": ["eth0", "net1"]}
+    assert told["verify_taps"][0]["target"]["network"] == "blue"
+    assert told["verify_services"][0]["external_ips"] == ["10.251.0.120"]
+    assert lay.networks == [("ovn4nfv-underlay", "10.250.0.0/24"), ("ovn4nfv-external", "10.251.0.0/24")]
+
+
+def test_workloads_yml_declares_the_chain_on_the_networks_it_is_given():
+    """workloads.yml's chain names no network of its own: every network in
+    it is one of ``lab_networks``, which the lab passes it."""
+    with open(os.path.join(ROOT, "lab", "workloads.yml")) as handle:
+        plays = yaml.safe_load(handle)
+    chain = plays[0]["tasks"][0]["ovn4nfv.k8s.network_chain"]["config"][0]
+    function = chain["functions"][0]
+    assert (chain["source_network"], function["left"]["network"]) == ("{{ lab_pod_networks[0] }}",) * 2
+    assert (chain["destination_network"], function["right"]["network"]) == ("{{ lab_pod_networks[1] }}",) * 2
+    assert "lab_networks" in plays[0]["vars"]["lab_pod_networks"]
+    assert "ovn-net" not in yaml.safe_dump(plays)
