@@ -5,9 +5,11 @@ running as a process against both."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import uuid
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
@@ -67,16 +69,39 @@ class Cluster:
             raise
 
     def start(self):
-        env = dict(os.environ, PYTHONPATH=self.collections)
+        # The watcher says READY=1 on this socket (as to systemd) once it
+        # serves: SIGTERM before that would find no handler yet.
+        self.ready = False
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        name = "ovn4nfv-test-notify-" + uuid.uuid4().hex
+        self.notify.bind("\0" + name)
+        env = dict(os.environ, PYTHONPATH=self.collections, NOTIFY_SOCKET="@" + name)
         self.started = time.monotonic()     # when the watcher's process was started
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.watcher",
              "--config", self.config], env=env, stdout=self.log, stderr=self.log)
 
+    def wait_ready(self, timeout=30):
+        """Whether the watcher said it serves within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self.ready and self.proc.poll() is None and time.monotonic() < deadline:
+            self.notify.settimeout(min(1.0, max(0.01, deadline - time.monotonic())))
+            try:
+                self.ready = self.notify.recv(64) == b"READY=1"
+            except socket.timeout:
+                continue
+        return self.ready
+
     def terminate(self, timeout=30):
-        """SIGTERM; return the exit code (None if it did not stop in time)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
+        """SIGTERM once the watcher serves; return the exit code (None if it
+        did not stop in time)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.wait_ready(timeout)
+        self.notify.close()
+        if self.proc.poll() is not None:
+            return self.proc.returncode
         self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)

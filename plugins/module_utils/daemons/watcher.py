@@ -180,6 +180,9 @@ class Watcher:
         for worker in workers:
             worker.start()
         workers += self.services.start() + self.chains.start()
+        # systemd (Type=notify), and the tests' harness before it stops the
+        # watcher: it serves, and SIGTERM now stops it cleanly
+        daemon.notify_ready()
         try:
             self.pod_watch.run()
         finally:
