@@ -258,11 +258,12 @@ def pool(network):
     return _POOLS[key]
 
 
-def allocate(view, network, switch, index=None):
+def allocate(view, network, switch, index=None, taken=()):
     """The lowest free IPv4 address of ``network`` for a new port, as
     ovn-northd would hand it out, or None when the pool has none: one that
-    no port holds, static or assigned by OVN, and that no port planned in
-    this view's batch takes. With ``index`` (an :class:`AddressIndex`) it
+    no port holds, static or assigned by OVN, that no port planned in this
+    view's batch takes, and that is not in ``taken`` (the addresses, as
+    strings, the pod's other interfaces take). With ``index`` (an :class:`AddressIndex`) it
     is a lookup from where the last search stopped (below it every address
     is held, until a port frees one); without, the switch's ports are
     scanned, once a view.
@@ -280,7 +281,7 @@ def allocate(view, network, switch, index=None):
         if ip in held:
             if advancing:
                 cursors[network.subnet] = int(ip)
-        elif str(ip) in planned:
+        elif str(ip) in planned or str(ip) in taken:
             advancing = False
         else:
             return ip

@@ -106,6 +106,20 @@ def plan_pod(view, pod, requests, addresses=None):
         return scan_holder(view, kind, value, pod.uid, switch)
 
     problems, items, wanted = [], [], {}
+    # What this pod's own interfaces take, so that no two of them share an
+    # address: the static ones first (a dynamic choice must not take an
+    # address a later interface asks for), then each one chosen or kept.
+    taken_ips, taken_macs = set(), set()
+    for kind, values in (("ip_address", [r for r in requests if r.ip is not None]),
+                         ("mac_address", [r for r in requests if r.mac is not None])):
+        first = {}
+        for request in values:
+            value = str(request.ip if kind == "ip_address" else request.mac)
+            if value in first:
+                problems.append((INVALID, "%s.%s: %s is asked for by %s too; each interface needs its own" % (
+                    request.where, kind, value, first[value])))
+            first.setdefault(value, request.where)
+        (taken_ips if kind == "ip_address" else taken_macs).update(first)
     for request in requests:
         network = _network(view, request.network)
         if network is None:
@@ -143,17 +157,23 @@ def plan_pod(view, pod, requests, addresses=None):
             # the pod's port holds its address (chosen here, or by ovn-northd
             # for a port of an earlier version): it keeps it
             texts, security = list(cell(mine, "addresses")), list(cell(mine, "port_security"))
+            held_mac, held_ips = held_addresses(mine)
+            if held_mac:
+                taken_macs.add(str(held_mac))
+            taken_ips.update(str(ip) for ip in held_ips)
         else:
             ip = request.ip
             if ip is None:
                 wanted[network.name] = wanted.get(network.name, 0) + 1
                 if free_addresses(view, network, switch) >= wanted[network.name]:
-                    ip = allocate(view, network, switch, addresses)
+                    ip = allocate(view, network, switch, addresses, taken_ips)
                 if ip is None:
                     problems.append((EXHAUSTED, "%s.name: network %s has no free address (%s)" % (
                         request.where, network.name, pool_usage(view, network, switch))))
                     continue
-            mac = request.mac or _mac_for(view, pod, request, ip, holder)
+                taken_ips.add(str(ip))
+            mac = request.mac or _mac_for(view, pod, request, ip, holder, taken_macs)
+            taken_macs.add(str(mac))
             ips = [ip]
             if request.ip is None and network.subnet6 is not None:
                 ips.append(addressing.eui64(network.subnet6, mac))
@@ -173,15 +193,15 @@ def plan_pod(view, pod, requests, addresses=None):
     return batch
 
 
-def _mac_for(view, pod, request, ip, holder):
+def _mac_for(view, pod, request, ip, holder, taken=()):
     """The MAC of a port that asked for none: derived from its address, so
     that a pod made again on the same address keeps it; from the pod's
-    UID and interface should another port hold that one already, or a port
-    this batch plans."""
+    UID and interface should another port hold that one already, a port
+    this batch plans, or another interface of the pod (``taken``)."""
     mac = addressing.mac_from_ip(ip)
     planned = set(text.split()[0] for values in view.planned("Logical_Switch_Port")
                   for text in values.get("addresses") or () if text.split())
-    if holder("mac", mac) is not None or mac in planned:
+    if holder("mac", mac) is not None or mac in planned or str(mac) in taken:
         return addressing.mac_from_name(pod.uid + "/" + request.interface)
     return mac
 
