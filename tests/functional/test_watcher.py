@@ -251,3 +251,27 @@ def test_sigkill_during_a_burst_then_restart(k8s):
         k8s.api.delete_pod("burst", "p%d" % index)
     k8s.start()
     assert_converged(k8s, "burst", total - total // 10)
+
+
+def test_a_static_ipv6_address_is_refused_with_an_event_not_waited_for(tmp_path, collections_path):
+    """On a dual-stack network an interface's IPv6 address follows from its
+    MAC; a static IPv6 ``ip_address`` used to make a port holding only it,
+    and the watcher then waited for an IPv4 address that never came."""
+    from tests.harness.watcher_env import NETWORKS, Cluster
+    env = Cluster(str(tmp_path), collections_path,
+                  networks=NETWORKS + [{"name": "dual", "subnet": "172.16.40.0/24", "subnet6": "fd00:40::/64"}])
+    try:
+        env.api.create_pod("default", "six", ovn_network({"name": "dual", "interface": "net0",
+                                                          "ip_address": "fd00:40::99"}))
+        env.api.wait(lambda api: env.events_for("six"), 30)
+        event = env.events_for("six")[0]
+        assert event["reason"] == "InvalidNetworkRequest", event
+        assert "ovnNetwork[0].ip_address" in event["message"] and "IPv6" in event["message"], event
+        assert not [p for p in env.pod_ports() if p["external_ids"].get("ovn4nfv-pod") == "six"]
+        # the same pod with a dynamic address on the same network is served, both families
+        env.api.set_annotations("default", "six", ovn_network({"name": "dual", "interface": "net0"}))
+        entry = env.annotated("default", "six")[0]
+        assert entry["ip_address"].startswith("172.16.40.")
+        assert "no address within" not in env.log_text(whole=True)
+    finally:
+        assert env.stop() == 0

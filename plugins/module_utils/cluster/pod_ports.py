@@ -240,14 +240,20 @@ def _check_static_ip(request, network):
     the network's own prefix length if one was written, not its gateway,
     network or broadcast address, and not excluded."""
     field = request.where + ".ip_address"
-    subnet = network.subnet if request.ip.version == 4 else network.subnet6
+    if request.ip.version != 4:
+        # An interface's IPv6 address on a dual-stack network is derived
+        # from its MAC (the network's /64 and the MAC's EUI-64), as OVN
+        # derives it: a static one would leave the port without the IPv4
+        # address every interface is told, and the pod waiting for it.
+        raise ValidationError("%s: %s is an IPv6 address; ip_address is the interface's IPv4 address, and its "
+                              "IPv6 address on a dual-stack network follows from its MAC: give a mac_address "
+                              "instead" % (field, request.ip))
+    subnet = network.subnet
     if subnet is None or request.ip not in subnet:
         raise ValidationError("%s: %s is outside network %s (%s)" % (field, request.ip, network.name, subnet))
     addressing.require_prefix(request.prefix, subnet, field, "%s/%s" % (request.ip, request.prefix))
-    if request.ip in (network.gateway, network.gateway6):
+    if request.ip == network.gateway:
         raise ValidationError("%s: %s is network %s's gateway" % (field, request.ip, network.name))
-    if request.ip.version != 4:
-        return
     if request.ip == subnet.network:
         raise ValidationError("%s: %s is network %s's network address" % (field, request.ip, network.name))
     if request.ip == subnet.broadcast:
