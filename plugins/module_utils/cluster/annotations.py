@@ -60,6 +60,7 @@ class InterfaceRequest:
         self.mac = mac                # canonical MAC, or None for dynamic
         self.default_gateway = default_gateway
         self.routes = list(routes)    # [{"dst": CIDR, "gw": IP}]
+        self.route_fields = ["%s.routes[%d]" % (where, i) for i in range(len(self.routes))]
         self.where = where            # e.g. "ovnNetwork[1]", for messages
         self.provider = provider      # the Multus provider, for attachments
         self.ipam = ipam              # an address only, for another CNI (ovn4nfv-ipam)
@@ -129,6 +130,7 @@ def _add_route(request, route, field):
     dst = addressing.parse_cidr(_exact(route["dst"], field + ".dst"), field + ".dst")
     gw = addressing.parse_ip(_exact(route["gw"], field + ".gw"), field + ".gw") if route.get("gw") else None
     request.routes.append({"dst": str(dst), "gw": str(gw) if gw else None})
+    request.route_fields.append(field)
 
 
 def _check_set(requests, source):
@@ -186,7 +188,22 @@ def parse_requests(annotations, default_network=None):
                 raise ValidationError("%s.dev: %r names no interface of the pod (it has %s)" % (
                     field, route["dev"], ", ".join(sorted(by_interface))))
             _add_route(by_interface[route["dev"]], route, field)
+    _check_default_routes(requests, source)
     return source, requests
+
+
+def _check_default_routes(requests, source):
+    """One default route per family: the interface that carries the default
+    gateway, or one route to ``0.0.0.0/0`` (``::/0``); a second would fail
+    on the node ("File exists")."""
+    for version, everything in ((4, "0.0.0.0/0"), (6, "::/0")):
+        holders = [r.where + ".default_gateway" for r in requests if r.default_gateway and version == 4]
+        for request in requests:
+            holders += [f + ".dst" for route, f in zip(request.routes, request.route_fields)
+                        if route["dst"] == everything]
+        if len(holders) > 1:
+            raise ValidationError("%s: %s: more than one default route (%s); a pod has one per family" % (
+                holders[1], everything, ", ".join(holders)))
 
 
 def unused_forms(annotations):

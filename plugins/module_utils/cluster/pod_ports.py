@@ -120,6 +120,8 @@ def plan_pod(view, pod, requests, addresses=None):
                     request.where, kind, value, first[value])))
             first.setdefault(value, request.where)
         (taken_ips if kind == "ip_address" else taken_macs).update(first)
+    # a route's next hop is never the pod's own address
+    taken_ips.update(route["gw"] for r in requests for route in r.routes if route.get("gw"))
     for request in requests:
         network = _network(view, request.network)
         if network is None:
@@ -134,6 +136,11 @@ def plan_pod(view, pod, requests, addresses=None):
                 request.where, name, _holder(existing))))
             continue
         switch = view.lookup("Logical_Switch", network.name)
+        try:
+            _check_routes(request, network)
+        except ValidationError as exc:
+            problems.extend((INVALID, p) for p in exc.problems)
+            continue
         if request.ip is not None:
             try:
                 _check_static_ip(request, network)
@@ -233,6 +240,31 @@ def _port_batch(view, items, state):
         resource = LogicalSwitchPort()
         batch.add(plan(resource, validate_config(resource, items, state), state, view))
     return batch
+
+
+def _check_routes(request, network):
+    """Whether the node can install each of the interface's routes: a next
+    hop of the route's family, a host address on the interface's network
+    (else "Network is unreachable"), and not the interface's own address."""
+    for route, field in zip(request.routes, request.route_fields):
+        dst = addressing.parse_cidr(route["dst"], field + ".dst")
+        if not route.get("gw"):
+            if dst.version != 4:
+                raise ValidationError("%s.gw: a route to %s needs an IPv6 next hop (the network's gateway %s is "
+                                      "IPv4)" % (field, dst, network.gateway))
+            continue
+        gw = addressing.parse_ip(route["gw"], field + ".gw")
+        if gw.version != dst.version:
+            raise ValidationError("%s.gw: %s cannot be the next hop of %s: not the same family" % (field, gw, dst))
+        subnet = network.subnet if gw.version == 4 else network.subnet6
+        if subnet is None or gw not in subnet:
+            raise ValidationError("%s.gw: %s is not on network %s (%s): the interface could not reach it" % (
+                field, gw, network.name, subnet or "it has no IPv6 subnet"))
+        if gw == subnet.network or (gw.version == 4 and gw == subnet.broadcast):
+            raise ValidationError("%s.gw: %s is not a host address of network %s (%s)" % (
+                field, gw, network.name, subnet))
+        if request.ip is not None and gw == request.ip:
+            raise ValidationError("%s.gw: %s is the interface's own address" % (field, gw))
 
 
 def _check_static_ip(request, network):
