@@ -130,6 +130,15 @@ BAD_SERVICES = [
     ("taken", dict(NET, **{services.VIP_ANNOTATION: "10.99.0.1"}), {}, services.VIP_CONFLICT,
      ["10.99.0.1", "default/holder"]),
     ("badext", NET, {"externalIPs": ["not-an-ip"]}, services.INVALID, ["not-an-ip"]),
+    # addresses no gateway can answer for (issue 32)
+    ("upstream", NET, {"externalIPs": ["192.168.50.1"]}, services.INVALID, ["192.168.50.1", "upstream router"]),
+    ("bcast", NET, {"externalIPs": ["192.168.50.255"]}, services.INVALID, ["192.168.50.255", "broadcast"]),
+    ("netaddr", NET, {"externalIPs": ["192.168.50.0"]}, services.INVALID, ["192.168.50.0", "network address"]),
+    ("mapped", NET, {"externalIPs": ["::ffff:192.168.50.77"]}, services.INVALID,
+     ["::ffff:192.168.50.77", "give 192.168.50.77"]),
+    ("mcast", NET, {"externalIPs": ["239.1.1.1"]}, services.INVALID, ["239.1.1.1", "special-purpose"]),
+    ("loop", NET, {"externalIPs": ["127.0.0.9"]}, services.INVALID, ["127.0.0.9", "special-purpose"]),
+    ("limited", NET, {"externalIPs": ["255.255.255.255"]}, services.INVALID, ["255.255.255.255", "special-purpose"]),
 ]
 
 

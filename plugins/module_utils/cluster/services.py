@@ -159,7 +159,21 @@ def gateway_for(ip, gateways):
         ("%s|%s" % (ip, g.node)).encode()).hexdigest())
 
 
+# Addresses no gateway can answer for: "this network", and what IANA keeps
+# for the future with the limited broadcast in it.
+_NOT_SERVABLE_V4 = ("0.0.0.0/8", "240.0.0.0/4")
+
+
 def _check_address(ip, field, networks, topology, gateways):
+    """Whether a gateway can answer for ``ip`` on the external network:
+    a unicast address of its own family that no network, join subnet,
+    gateway or upstream router holds."""
+    if ip.is_loopback() or ip.is_multicast() or ip.is_link_local() or ip.value == 0 or \
+            (ip.version == 4 and any(ip in addressing.parse_cidr(c, "special") for c in _NOT_SERVABLE_V4)):
+        raise ValidationError("%s: %s is a special-purpose address (loopback, multicast, link-local, "
+                              "unspecified, reserved or broadcast): no gateway can answer for it" % (field, ip))
+    if ip.version == 6 and (ip.is_ipv4_mapped() or ip.is_ipv4_compat()):
+        raise ValidationError("%s: %s is an IPv4 address written as IPv6; give %s" % (field, ip, ip.ipv4()))
     for network in networks.values():
         if ip in network.subnet or (network.subnet6 is not None and ip in network.subnet6):
             raise ValidationError("%s: %s is inside virtual network %s (%s)" % (
@@ -170,6 +184,12 @@ def _check_address(ip, field, networks, topology, gateways):
         if ip == gateway.external_ip:
             raise ValidationError("%s: %s is gateway %s's own external address" % (
                 field, ip, gateway.node))
+        if ip == gateway.external_gateway:
+            raise ValidationError("%s: %s is the upstream router of gateway %s" % (field, ip, gateway.node))
+        net = gateway.external_net
+        if net is not None and net.version == ip.version and net.size > 2 and ip in (net.network, net.broadcast):
+            raise ValidationError("%s: %s is the %s address of gateway %s's external network %s" % (
+                field, ip, "network" if ip == net.network else "broadcast", gateway.node, net))
 
 
 def _resolve(port, endpoint):
