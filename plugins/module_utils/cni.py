@@ -51,6 +51,22 @@ PLUGIN_NOT_AVAILABLE = 50      # STATUS: the plugin cannot serve ADDs now
 _CONTAINER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,511}\Z")
 # Kernel rules: at most 15 bytes, not "." or "..", no '/', ':' or white space.
 _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}\Z")
+# The CNI specification's rule for a network's name.
+_NETWORK_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252}\Z")
+# What a runtime hands over in CNI_ARGS, by Kubernetes' own rules
+# (apimachinery's validation): a namespace is a DNS-1123 label, a pod's
+# name a DNS-1123 subdomain; a UID and a sandbox ID are opaque, but never
+# more than these characters. Checked before any of them reaches an API
+# path, an OVSDB row, a device name or a log line.
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_DNS1123_SUBDOMAIN = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_OPAQUE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z")
+K8S_ARGS = {
+    "K8S_POD_NAMESPACE": (_DNS1123_LABEL, "a namespace: a DNS-1123 label (at most 63 of a-z, 0-9, '-')"),
+    "K8S_POD_NAME": (_DNS1123_SUBDOMAIN, "a pod's name: a DNS-1123 subdomain (at most 253 of a-z, 0-9, '-', '.')"),
+    "K8S_POD_UID": (_OPAQUE_ID, "a UID (at most 128 of letters, digits, '_', '.', ':', '-')"),
+    "K8S_POD_INFRA_CONTAINER_ID": (_CONTAINER_ID, "a container ID (letters, digits, '_', '.', '-')"),
+}
 _NS_GET_NSTYPE = 0xB703        # ioctl: which kind of namespace a file is
 _CLONE_NEWNET = 0x40000000
 
@@ -78,7 +94,17 @@ def parse_cni_args(text):
         if not sep or not key:
             raise CNIError(INVALID_ENVIRONMENT, "CNI_ARGS: %r is not KEY=VALUE" % part)
         out[key] = value
+    for key, (rule, what) in K8S_ARGS.items():
+        if key in out and not rule.match(out[key]):
+            raise CNIError(INVALID_ENVIRONMENT, "CNI_ARGS: %s=%s is not %s" % (key, _shown(out[key]), what))
     return out
+
+
+def _shown(value):
+    """``value`` as a log line may carry it: printable, and at most 80
+    characters of it."""
+    text = ascii(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def open_netns(path):
@@ -200,13 +226,16 @@ def parse_request(environ, stdin_text, open_path=True):
         return request
     if not config.get("name") or not config.get("type"):
         raise CNIError(INVALID_CONFIG, "the network configuration needs a name and a type")
+    if not isinstance(config["name"], str) or not _NETWORK_NAME.match(config["name"]):
+        raise CNIError(INVALID_CONFIG, "name: %s is not a network name (at most 253 of letters, digits, '_', '.', "
+                       "'-', the first a letter or digit)" % _shown(config["name"]))
     container = environ.get("CNI_CONTAINERID", "")
     if not _CONTAINER_ID.match(container):
-        raise CNIError(INVALID_ENVIRONMENT, "CNI_CONTAINERID: %r is not a valid container ID" % container)
+        raise CNIError(INVALID_ENVIRONMENT, "CNI_CONTAINERID: %s is not a valid container ID" % _shown(container))
     ifname = environ.get("CNI_IFNAME", "")
     if not _IFNAME.match(ifname) or ifname in (".", ".."):
-        raise CNIError(INVALID_ENVIRONMENT,
-                       "CNI_IFNAME: %r is not a valid interface name (1-15 of letters, digits, '_', '.', '-')" % ifname)
+        raise CNIError(INVALID_ENVIRONMENT, "CNI_IFNAME: %s is not a valid interface name (1-15 of letters, "
+                       "digits, '_', '.', '-')" % _shown(ifname))
     netns = environ.get("CNI_NETNS", "")
     if command in ("ADD", "CHECK"):
         if not netns:

@@ -84,3 +84,50 @@ def test_del_takes_any_namespace_path(tmp_path):
     for path in (str(plain), str(tmp_path / "gone"), "/proc/self/ns/net"):
         request = cni.parse_request(environ("DEL", CNI_NETNS=path), json.dumps(CONFIG))
         assert request["command"] == "DEL"
+
+
+NON_UTF8 = os.fsdecode(b"pod\xff")      # as the environment hands undecodable bytes to Python
+IDENTIFIERS = {
+    # field: (how it is given, a value that is right)
+    "K8S_POD_NAMESPACE": ("args", "default"),
+    "K8S_POD_NAME": ("args", "web-1.a"),
+    "K8S_POD_UID": ("args", "0c3bd2a1-6d3e-4e4b-9a52-2f1a5e9c1b11"),
+    "K8S_POD_INFRA_CONTAINER_ID": ("args", "ctr1"),
+    "CNI_CONTAINERID": ("env", "ctr1"),
+    "CNI_IFNAME": ("env", "eth0"),
+    "name": ("config", "ovn-net1"),
+}
+HOSTILE = {"traversal": "..", "slash": "../kube-system", "empty": "", "oversized": "a" * 600,
+           "non-utf8": NON_UTF8, "newline": "web\nINJECTED", "upper": "Web"}
+
+
+def request_with(field, value):
+    how, _good = IDENTIFIERS[field]
+    env, config = environ("DEL"), dict(CONFIG)      # DEL: no namespace to open, every identifier read
+    if how == "args":
+        env["CNI_ARGS"] = "IgnoreUnknown=1;%s=%s" % (field, value)
+    elif how == "env":
+        env[field] = value
+    else:
+        config[field] = value
+    return env, json.dumps(config)
+
+
+@pytest.mark.parametrize("field", sorted(IDENTIFIERS))
+def test_every_identifier_the_runtime_hands_over_is_checked_before_use(field):
+    env, stdin = request_with(field, IDENTIFIERS[field][1])
+    cni.parse_request(env, stdin)           # the right value passes
+    refused = []
+    for case, value in sorted(HOSTILE.items()):
+        if field in ("CNI_CONTAINERID", "K8S_POD_INFRA_CONTAINER_ID", "K8S_POD_UID", "CNI_IFNAME", "name") \
+                and case == "upper":
+            continue                        # opaque IDs, interface and network names may hold capitals
+        env, stdin = request_with(field, value)
+        with pytest.raises(cni.CNIError) as err:
+            cni.parse_request(env, stdin)
+        assert err.value.code in (cni.INVALID_ENVIRONMENT, cni.INVALID_CONFIG), (field, case)
+        assert field in err.value.msg or (field == "name" and "name:" in err.value.msg), (field, case, err.value.msg)
+        assert "\n" not in err.value.msg and "\udcff" not in err.value.msg, "printable, one line"
+        assert len(err.value.msg) < 300, (field, case, "the message quotes at most 80 characters")
+        refused.append(case)
+    assert refused, field
