@@ -21,6 +21,7 @@ __metaclass__ = type
 import array
 import fcntl
 import hashlib
+import ipaddress
 import json
 import os
 import re
@@ -203,6 +204,70 @@ def check_config(config):
             raise CNIError(INVALID_CONFIG, "ipam.%s: %r is not str" % (field, ipam[field]))
 
 
+def _cidr(value):
+    """Whether ``value`` is ``address/prefix`` of either family."""
+    if not isinstance(value, str):
+        return False
+    address, sep, prefix = value.partition("/")
+    if not sep or not prefix.isdigit():
+        return False
+    try:
+        return int(prefix) <= ipaddress.ip_address(address).max_prefixlen
+    except ValueError:
+        return False
+
+
+def _address(value):
+    try:
+        ipaddress.ip_address(value)
+        return isinstance(value, str)
+    except ValueError:
+        return False
+
+
+# The result's fields, by the specification: (field, its check, required).
+_RESULT_ITEMS = {
+    "interfaces": (("name", lambda v: isinstance(v, str) and v, True), ("mac", lambda v: isinstance(v, str), False),
+                   ("sandbox", lambda v: isinstance(v, str), False),
+                   ("mtu", lambda v: isinstance(v, int) and not isinstance(v, bool), False)),
+    "ips": (("address", _cidr, True), ("gateway", _address, False),
+            ("interface", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, False)),
+    "routes": (("dst", _cidr, True), ("gw", _address, False)),
+}
+
+
+def check_prev_result(previous):
+    """``prevResult`` checked against the specification's result schema
+    before CHECK compares anything with it: a malformed one (interfaces
+    as a number, an empty object) is an error, never a pass."""
+    where = "prevResult"
+    if not isinstance(previous, dict) or not previous:
+        raise CNIError(INVALID_CONFIG, "%s: CHECK needs the result of the ADD (an object), not %s" % (
+            where, _shown(previous)))
+    if not isinstance(previous.get("cniVersion"), str):
+        raise CNIError(INVALID_CONFIG, "%s.cniVersion: a result carries its version" % where)
+    for field, rules in sorted(_RESULT_ITEMS.items()):
+        items = previous.get(field, [])
+        if not isinstance(items, list):
+            raise CNIError(INVALID_CONFIG, "%s.%s: %s is not a list" % (where, field, _shown(items)))
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise CNIError(INVALID_CONFIG, "%s.%s[%d]: %s is not an object" % (where, field, index, _shown(item)))
+            for key, good, required in rules:
+                if (key in item and not good(item[key])) or (required and key not in item):
+                    raise CNIError(INVALID_CONFIG, "%s.%s[%d].%s: %s" % (
+                        where, field, index, key, "is required" if key not in item else
+                        "%s is not valid" % _shown(item[key])))
+    count = len(previous.get("interfaces", []))
+    for index, item in enumerate(previous.get("ips", [])):
+        if "interface" in item and item["interface"] >= count:
+            raise CNIError(INVALID_CONFIG, "%s.ips[%d].interface: %d names no interface (there are %d)" % (
+                where, index, item["interface"], count))
+    if "dns" in previous and not isinstance(previous["dns"], dict):
+        raise CNIError(INVALID_CONFIG, "%s.dns: %s is not an object" % (where, _shown(previous["dns"])))
+    return previous
+
+
 def parse_request(environ, stdin_text, open_path=True):
     """Check a CNI request; return ``{command, version, config, container_id,
     netns, ifname, args}``. Raises :class:`CNIError` with the right code.
@@ -224,6 +289,8 @@ def parse_request(environ, stdin_text, open_path=True):
     request = {"command": command, "version": version, "config": config}
     if command in ("VERSION", "STATUS", "GC"):
         return request
+    if command == "CHECK":
+        check_prev_result(config.get("prevResult"))
     if not config.get("name") or not config.get("type"):
         raise CNIError(INVALID_CONFIG, "the network configuration needs a name and a type")
     if not isinstance(config["name"], str) or not _NETWORK_NAME.match(config["name"]):

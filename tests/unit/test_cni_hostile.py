@@ -131,3 +131,36 @@ def test_every_identifier_the_runtime_hands_over_is_checked_before_use(field):
         assert len(err.value.msg) < 300, (field, case, "the message quotes at most 80 characters")
         refused.append(case)
     assert refused, field
+
+
+GOOD_RESULT = {"cniVersion": "1.0.0", "interfaces": [{"name": "net0", "mac": "0a:58:0a:01:14:02", "sandbox": "/x"}],
+               "ips": [{"address": "10.1.20.2/24", "gateway": "10.1.20.1", "interface": 0}],
+               "routes": [{"dst": "0.0.0.0/0", "gw": "10.1.20.1"}], "dns": {}}
+
+
+@pytest.mark.parametrize("previous, words", [
+    (None, "needs the result of the ADD"),
+    ({}, "needs the result of the ADD"),
+    ("a string", "needs the result of the ADD"),
+    (dict(GOOD_RESULT, interfaces=3), "prevResult.interfaces: 3 is not a list"),
+    (dict(GOOD_RESULT, interfaces="net0"), "prevResult.interfaces: 'net0' is not a list"),
+    (dict(GOOD_RESULT, interfaces=[3]), "prevResult.interfaces[0]: 3 is not an object"),
+    (dict(GOOD_RESULT, interfaces=[{"mac": "x"}]), "prevResult.interfaces[0].name: is required"),
+    (dict(GOOD_RESULT, ips=[{"address": "10.1.20.2"}]), "prevResult.ips[0].address"),
+    (dict(GOOD_RESULT, ips=[{"address": "10.1.20.2/24", "interface": 4}]), "prevResult.ips[0].interface: 4"),
+    (dict(GOOD_RESULT, ips=[{"address": "10.1.20.2/24", "interface": True}]), "prevResult.ips[0].interface"),
+    (dict(GOOD_RESULT, routes=[{"gw": "10.1.20.1"}]), "prevResult.routes[0].dst: is required"),
+    (dict((k, v) for k, v in GOOD_RESULT.items() if k != "cniVersion"), "prevResult.cniVersion"),
+    (dict(GOOD_RESULT, dns=[]), "prevResult.dns"),
+], ids=["none", "empty", "string", "interfaces-number", "interfaces-string", "interface-number", "no-name",
+        "address-no-prefix", "index-out-of-range", "index-bool", "route-no-dst", "no-version", "dns-list"])
+def test_check_refuses_a_malformed_prev_result_before_comparing(previous, words):
+    config = dict(CONFIG)
+    if previous is not None:
+        config["prevResult"] = previous
+    code, msg = code_of(environ("CHECK"), json.dumps(config))
+    assert code == cni.INVALID_CONFIG and words in msg, msg
+
+
+def test_a_well_formed_prev_result_passes_the_schema():
+    assert cni.check_prev_result(GOOD_RESULT) is GOOD_RESULT

@@ -78,9 +78,7 @@ class PodTruth:
         namespace, name = self._pod(request)
         uid, entries = self._entries(namespace, name)
         entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
-        previous = request["config"].get("prevResult")
-        if not isinstance(previous, dict):
-            raise cni.CNIError(cni.INVALID_CONFIG, "prevResult: CHECK needs the result of the ADD")
+        previous = request["config"]["prevResult"]        # checked by cni.check_prev_result
         hosts = [cni.host_ifname(uid, entry["interface"]) for entry in entries]
         owners = self.ovs.read(lambda idl: dict((i.name, i.external_ids.get(K_CONTAINER))
                                                 for i in idl.tables["Interface"].rows.values() if i.name in hosts))
@@ -89,10 +87,10 @@ class PodTruth:
                 raise cni.CNIError(CHECK_FAILED, "interface %s was not added for container %s" % (
                     entry["interface"], request["container_id"]))
         wanted = [(e["interface"], e["mac_address"], e["ip_address"]) for e in entries]
-        interfaces = previous.get("interfaces") if isinstance(previous.get("interfaces"), list) else []
-        for item in previous.get("ips") if isinstance(previous.get("ips"), list) else []:
-            index = item.get("interface") if isinstance(item, dict) else None
-            if isinstance(index, int) and 0 <= index < len(interfaces) and interfaces[index].get("sandbox"):
+        interfaces = previous.get("interfaces", [])
+        for item in previous.get("ips", []):
+            index = item.get("interface")
+            if index is not None and interfaces[index].get("sandbox"):
                 wanted.append((interfaces[index].get("name"), interfaces[index].get("mac"), item.get("address")))
 
         def check(pod_ns):
