@@ -632,3 +632,43 @@ def test_called_once_per_attachment_as_multus_does(env):
 def test_status_with_the_agent_up(env):
     code, out, err = env.cni("STATUS", "none", "", "ctr-status")
     assert code == 0 and out is None and err == ""
+
+
+def test_an_add_is_served_while_far_more_idle_connections_than_the_cap_are_opened(env):
+    """A thread per connection let 1,100 idle connections take every
+    descriptor the agent had (issue 32). Now idle connections cost no
+    thread, and past the cap the one that waited longest is pushed out with
+    a sentence: an ADD that sends its request at once is served."""
+    import resource
+    import socket
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    count = min(10000, hard - 500)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, count + 400), hard))
+    netns = env.pod("crowd", *TWO)
+    log_path = os.path.join(env.tmp, "agent.log")
+    with env.agent_variant(max_connections=100, request_seconds=60):
+        # the descriptors a unit without LimitNOFILE gives: what the crowd exhausted before
+        resource.prlimit(env.agent.pid, resource.RLIMIT_NOFILE, (1024, 1024))
+        start = os.path.getsize(log_path)
+        idle = []
+        try:
+            for _index in range(count):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                idle.append(sock)
+                sock.connect(env.socket)
+            began = time.monotonic()
+            code, result, err = env.cni("ADD", "crowd", netns, "ctr-crowd")
+            print("ADD beside %d idle connections: %.0f ms" % (count, (time.monotonic() - began) * 1000))
+            assert code == 0, (result, err, env.log_text())
+            idle[0].settimeout(10)
+            refusal = json.loads(idle[0].recv(65536).decode())
+            assert refusal["error"]["code"] == cni.TRY_AGAIN and "busy" in refusal["error"]["msg"], refusal
+        finally:
+            for sock in idle:
+                sock.close()
+        env.cni("DEL", "crowd", netns, "ctr-crowd")
+        with open(log_path) as handle:
+            handle.seek(start)
+            log = handle.read()
+    assert "Traceback" not in log
+    assert log.count("refused a connection") == count + 1 - 100, "one line per refusal"

@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import socket
-import socketserver
 import threading
 import time
 
@@ -43,7 +42,7 @@ from ..node.netns import HAS_NETLINK, netlink, tx_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute, reconcile
 from ..resources.ovs import OVS_TABLES, Port
-from . import settings as daemon
+from . import agent_socket, settings as daemon
 from .ovs_attachment import INTERFACE_EXISTS, OvsAttachment, vlan_ranges
 from .pod_truth import PodTruth
 
@@ -88,7 +87,11 @@ class AgentConfig(daemon.Settings):
                 "binding_seconds": 30,
                 # the plain OVS bridges "mode: ovs" may attach pods to, each with
                 # the VLANs allowed on it ("100", "200-299"; 0 is untagged)
-                "ovs_bridges": {}}
+                "ovs_bridges": {},
+                # the socket's bounds: open connections (one more is refused at
+                # once), seconds a connection has to send its request, and the
+                # threads that answer requests
+                "max_connections": 512, "request_seconds": 10, "workers": 64}
 
     def check(self):
         if not isinstance(self.ovs_bridges, dict):
@@ -100,6 +103,11 @@ class AgentConfig(daemon.Settings):
                 vlan_ranges(vlans, "ovs_bridges.%s" % bridge)
             except ValueError as exc:
                 raise ValidationError("node agent config: %s" % exc)
+        for field, low in (("max_connections", 1), ("request_seconds", 1), ("workers", 1)):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValidationError("node agent config: %s must be a whole number of at least %d, not %r" % (
+                    field, low, value))
 
 
 class NodeAgent(OvsAttachment, PodTruth):
@@ -160,49 +168,24 @@ class NodeAgent(OvsAttachment, PodTruth):
         if os.path.exists(self.config.socket):
             os.unlink(self.config.socket)
         os.makedirs(os.path.dirname(self.config.socket) or ".", exist_ok=True)
-        agent = self
-
-        class Handler(socketserver.BaseRequestHandler):
-            def handle(self):
-                data, fds = b"", []
-                try:
-                    while not data.endswith(b"\n") and len(data) <= 2 * cni.MAX_STDIN:
-                        chunk, received, _flags, _address = socket.recv_fds(self.request, 65536, 4)
-                        fds.extend(received)
-                        if not chunk:
-                            break
-                        data += chunk
-                    reply = agent.answer(data, fds)
-                    try:
-                        self.request.sendall(json.dumps(reply).encode() + b"\n")
-                    except OSError:
-                        agent.abandoned(data, reply)
-                finally:
-                    for fd in fds:
-                        os.close(fd)
-
-        class Server(socketserver.ThreadingUnixStreamServer):
-            daemon_threads = True
-            request_queue_size = 128    # a node starts many pods at once; 5 refuses a burst
-
-        self.server = Server(self.config.socket, Handler)
-        os.chmod(self.config.socket, 0o600)
+        self.server = agent_socket.BoundedServer(
+            self.config.socket, self.answer, self.abandoned, workers=self.config.workers,
+            max_connections=self.config.max_connections, request_seconds=self.config.request_seconds)
         LOG.info("listening on %s", self.config.socket)
         daemon.notify_ready()       # systemd (Type=notify): a node is booted once its agent listens
         sweeper = threading.Thread(target=self._sweep_loop, name="sweep", daemon=True)
         sweeper.start()
         try:
-            self.server.serve_forever()
+            self.server.serve()
         finally:
             self.stopping.set()
             sweeper.join(self.config.ovsdb_timeout * 2)
-            self.server.server_close()
             self.ovs.close()
 
     def stop(self, *_args):
         self.stopping.set()
         if self.server is not None:
-            threading.Thread(target=self.server.shutdown, daemon=True).start()
+            self.server.stop()
 
     def answer(self, line, fds=()):
         """One request from the plugin: its JSON line and the descriptors
@@ -252,8 +235,8 @@ class NodeAgent(OvsAttachment, PodTruth):
             undone = self.answer(json.dumps(message).encode(), [])
             LOG.warning("ADD of %s was abandoned by the plugin; rolled back%s", message["env"].get("CNI_CONTAINERID"),
                         "" if "error" not in undone else ": %s" % undone["error"].get("msg"))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            LOG.exception("an abandoned request could not be undone")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            LOG.warning("an abandoned request could not be undone: %s", exc)
 
     def _pod_netns(self, request, fds):
         """A path to the namespace the plugin opened and sent: the agent's
