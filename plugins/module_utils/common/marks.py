@@ -178,8 +178,9 @@ CONTRACT = {
     "DEFAULT_JOIN_SWITCH": (KIND_NAME, "Logical_Switch.name of the join switch, unless declared", "cluster_topology",
                             "every cluster module that takes no join switch name, the audit"),
     "NETWORK_KEY": (KIND_KEY, "a network's Logical_Switch, its router and switch ports, its declared ports; "
-                              "an OVS-backend network's Bridge",
-                    _NETWORKS, "cluster/networks.py (read_networks), cluster/wiring.py, the watcher, the audit"),
+                              "an OVS-backend network's Bridge; a network's DHCP_Options",
+                    _NETWORKS, "cluster/networks.py (read_networks), cluster/wiring.py, the watcher, the audit, "
+                               "resources/nb_dhcp.py (a DHCP_Options row's network)"),
     "K_GATEWAY": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py (network_of)"),
     "K_GATEWAY6": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py (network_of)"),
     "K_SUBNET": (KIND_KEY, "an OVS-backend network's Bridge (OVN keeps the subnet in other_config)", _NETWORKS,
