@@ -30,9 +30,9 @@ def service(session):
     its external IP the external network's 120th address (192.168.50.120
     in the example), port 80, the pods labelled app=web behind it."""
     lay = session.layout
-    return {"metadata": {"name": "web", "annotations": {
-                "k8s.plugin.opnfv.org/service-network": lay.pod_networks[0],
-                "k8s.plugin.opnfv.org/service-vip": SERVICE_VIP}},
+    annotations = {"k8s.plugin.opnfv.org/service-network": lay.pod_networks[0],
+                   "k8s.plugin.opnfv.org/service-vip": SERVICE_VIP}
+    return {"metadata": {"name": "web", "annotations": annotations},
             "spec": {"selector": seed.WEB, "externalIPs": [lay.external_address(120)],
                      "ports": [{"name": "http", "port": 80, "targetPort": VERIFY_PORT}]}}
 

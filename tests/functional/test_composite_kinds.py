@@ -125,11 +125,11 @@ class World:
         planted = self.snapshot()
         # The rows another tool made; the Open_vSwitch root row is shared
         # (the node's taps are declared in it), so its key is checked alone.
-        self.foreign = dict((db, dict((table, dict((uuid, row) for uuid, row in rows.items()
-                                                    if base[db].get(table, {}).get(uuid) != row))
-                                      for table, rows in planted[db].items()
-                                      if table not in VOLATILE and table != "Open_vSwitch"))
-                            for db in planted)
+        self.foreign = {}
+        for db, tables in planted.items():
+            self.foreign[db] = dict(
+                (table, dict((uuid, row) for uuid, row in rows.items() if base[db].get(table, {}).get(uuid) != row))
+                for table, rows in tables.items() if table not in VOLATILE and table != "Open_vSwitch")
 
     def nb(self):
         return ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, TABLES + chains.TABLES + remote_mirrors.TABLES)

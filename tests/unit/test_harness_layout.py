@@ -91,7 +91,7 @@ def test_the_tree_links_to_this_checkout(tmp_path):
     assert collection.build(parent) == parent          # kept, not made again
     collection.remove(parent)
     assert not os.path.exists(parent) and os.path.exists(os.path.join(ROOT, "galaxy.yml"))
-    import ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.naming as naming
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import naming
     assert os.path.realpath(naming.__file__).startswith(os.path.realpath(ROOT) + os.sep)
 
 

@@ -113,7 +113,7 @@ def test_every_mark_is_documented():
 
 def test_keys_are_greppable():
     """A key's constant says it is one: ``K_*``, ``*_KEY`` or ``ROLE``."""
-    for name, (kind, _, _, _) in marks.CONTRACT.items():
+    for name, (kind, _where, _writer, _reader) in marks.CONTRACT.items():
         if kind in (marks.KIND_KEY, marks.KIND_KEY_PREFIX):
             assert name.startswith("K_") or name.endswith("_KEY") or name == "ROLE", name
 
@@ -144,6 +144,6 @@ def test_no_written_mark_is_dropped_or_renamed():
 def test_keys_are_the_product_s():
     """A key the product writes starts with ``ovn4nfv-``: never one of
     another system's (``iface-id``, ``ovn-*``, ``neutron:*``)."""
-    for name, (kind, _, _, _) in marks.CONTRACT.items():
+    for name, (kind, _where, _writer, _reader) in marks.CONTRACT.items():
         if kind in (marks.KIND_KEY, marks.KIND_KEY_PREFIX):
             assert re.match(r"^ovn4nfv-[a-z0-9-]+:?\Z", getattr(marks, name)), name
