@@ -275,3 +275,25 @@ def test_a_static_ipv6_address_is_refused_with_an_event_not_waited_for(tmp_path,
         assert "no address within" not in env.log_text(whole=True)
     finally:
         assert env.stop() == 0
+
+
+def test_a_network_deleted_with_force_strands_its_pods_with_an_event_and_a_shorter_list(k8s):
+    """Its ports go with it; the pods on it are told (an Event naming the
+    network) and their interface lists keep only what remains."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
+    k8s.api.create_pod("default", "stranded", ovn_network({"name": "net1", "interface": "net0"},
+                                                          {"name": "net2", "interface": "net1"}))
+    assert [e["interface"] for e in k8s.annotated("default", "stranded")] == ["net0", "net1"]
+    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: vn.plan_networks(v, [("config[0]", {"name": "net2"})], "deleted", "ovn", force=True),
+                write=True)
+    k8s.api.wait(lambda api: [e for e in k8s.events_for("stranded") if e["reason"] == "UnknownNetwork"], 30)
+    event = [e for e in k8s.events_for("stranded") if e["reason"] == "UnknownNetwork"][0]
+    assert "net2" in event["message"] and "ovnNetwork[1]" in event["message"], event
+
+    def shortened(api):
+        text = api.pod("default", "stranded")["metadata"]["annotations"].get(ann.IFACE_LIST)
+        return text and [e["interface"] for e in json.loads(text)] == ["net0"]
+    assert k8s.api.wait(shortened, 30), k8s.log_text()

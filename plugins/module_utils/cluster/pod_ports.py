@@ -410,6 +410,13 @@ def matches_requests(entries, requests):
     return len(entries) == len(requests)
 
 
+def surviving_entries(view, requests, entries):
+    """The interface list ``entries`` less the interfaces whose network is
+    gone (deleted with ``force``): what a pod stranded by it still has."""
+    gone = set(r.interface for r in requests if _network(view, r.network) is None)
+    return [e for e in entries if isinstance(e, dict) and e.get("interface") not in gone]
+
+
 def interface_list(view, pod, requests):
     """The pod's ``ovnIfaceList`` entries, or None while OVN has not yet
     assigned an address a request waits for."""

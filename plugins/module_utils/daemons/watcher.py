@@ -233,6 +233,12 @@ class Watcher:
         key = key_of(ids.get(K_NAMESPACE), ids.get(K_POD))
         self.served_as.pop(key, None)
         if event == "delete":
+            with self.lock:
+                live = key in self.cache
+            if live:
+                # a live pod's port went from under it (its network deleted
+                # with force, or by hand): serve it again, or say why not
+                self.queue.add(key)
             for key in list(self.exhausted):
                 self.queue.add(key)
             return
@@ -316,6 +322,8 @@ class Watcher:
         except ValidationError as exc:
             self.pending.pop(key, None)
             self._refuse(key, pod, exc.reason, str(exc))
+            if exc.reason == pod_ports.UNKNOWN_NETWORK and found.get(annotations.IFACE_LIST):
+                self._strand(key, meta, found, requests)
             return
         self.exhausted.discard(key)
         patch, _right, secured = self.nb.read(state)
@@ -339,6 +347,19 @@ class Watcher:
         LOG.info("pod %s: %s", key, ", ".join(
             "%s=%s" % (e["interface"], e["ip_address"])
             for e in annotations.parse_iface_list(patch[annotations.IFACE_LIST])) or "addresses for other CNIs")
+
+    def _strand(self, key, meta, found, requests):
+        """A served pod one of whose networks is gone: its interface list
+        keeps only the interfaces whose networks remain, so that nothing
+        reads it as naming a network that no longer exists."""
+        try:
+            entries = annotations.parse_iface_list(found[annotations.IFACE_LIST])
+        except (ValueError, ValidationError):
+            return
+        kept = self.nb.read(lambda idl: pod_ports.surviving_entries(View(idl), requests, entries))
+        if len(kept) != len(entries):
+            self.writer.patch(meta, {"metadata": {"annotations": annotations.output_annotations(kept)}})
+            LOG.info("pod %s: interfaces on deleted networks dropped from its list; %d left", key, len(kept))
 
     def _await_address(self, key, pod, owner, requests):
         """OVN has not assigned a dynamic address yet: come back when the
