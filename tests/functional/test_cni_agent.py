@@ -672,3 +672,21 @@ def test_an_add_is_served_while_far_more_idle_connections_than_the_cap_are_opene
             log = handle.read()
     assert "Traceback" not in log
     assert log.count("refused a connection") == count + 1 - 100, "one line per refusal"
+
+
+def test_a_failure_on_the_node_says_which_interface_and_what_in_words(env):
+    """A netlink failure used to reach the runtime as ``(17, 'File exists')``:
+    it now names the interface and the step, the errno kept as detail."""
+    from pyroute2 import NetNS
+    netns = env.pod("speaks", {"name": "net1", "interface": "net0"})
+    with NetNS(netns) as pod_ns:                # the pod already has the route the network gives
+        pod_ns.link("add", ifname="d0", kind="veth", peer="d1")
+        index = pod_ns.link_lookup(ifname="d0")[0]
+        pod_ns.link("set", index=index, state="up")
+        pod_ns.addr("add", index=index, address="10.20.0.1", prefixlen=16)
+    before = env.node_links()
+    code, out, _err = env.cni("ADD", "speaks", netns, "ctr-speaks")
+    assert code == 1, out
+    assert out["msg"].startswith("interface net0: the route to 10.20.0.0/16 via 172.16.1.1: "), out
+    assert "File exists" in out["msg"] and out["details"] == "errno 17 (EEXIST)", out
+    assert env.node_links() == before, "nothing left behind"

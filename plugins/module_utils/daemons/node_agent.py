@@ -38,7 +38,7 @@ from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import (
     CNI_TYPE, DEFAULT_SOCKET, IPAM_TYPE, K_CONTAINER, K_INTERFACE, K_POD_REF, K_UID, NODE_AGENT, VETH_ALIAS_PREFIX)
 from ..node import port_mirrors
-from ..node.netns import HAS_NETLINK, netlink, tx_off
+from ..node.netns import HAS_NETLINK, netlink, step, tx_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute, reconcile
 from ..resources.ovs import OVS_TABLES, Port
@@ -360,30 +360,40 @@ class NodeAgent(OvsAttachment, PodTruth):
             for host, entry in hosts:
                 # one netlink request makes both ends or neither; a name taken
                 # by an interface that is not ours fails it, and is left alone
-                ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
+                with step("interface %s: the veth pair (%s on the node)" % (entry["interface"], host)):
+                    ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
                 made.append(host)
-                index = ipr.link_lookup(ifname=host)[0]
-                # the container's mark on the node side, for a DEL that comes
-                # before the OVS port was made (or after it was lost)
-                ipr.link("set", index=index, ifalias=veth_alias(container, entry["interface"]))
-                ipr.link("set", index=index, state="up", **({"mtu": mtu} if mtu else {}))
+                with step("interface %s: its node side %s up%s" % (entry["interface"], host,
+                                                                    " with MTU %s" % mtu if mtu else "")):
+                    index = ipr.link_lookup(ifname=host)[0]
+                    # the container's mark on the node side, for a DEL that comes
+                    # before the OVS port was made (or after it was lost)
+                    ipr.link("set", index=index, ifalias=veth_alias(container, entry["interface"]))
+                    ipr.link("set", index=index, state="up", **({"mtu": mtu} if mtu else {}))
 
         def pod_side(pod_ns):
             for _host, entry in hosts:
+                name = entry["interface"]
                 ip, _sep, prefix = entry["ip_address"].partition("/")
-                index = pod_ns.link_lookup(ifname=entry["interface"])[0]
                 settings = {"address": entry["mac_address"], "state": "up"}
                 if mtu:
                     settings["mtu"] = mtu
-                pod_ns.link("set", index=index, **settings)
-                pod_ns.addr("add", index=index, address=ip, prefixlen=int(prefix))
+                with step("interface %s: MAC %s%s and up" % (name, entry["mac_address"],
+                                                             ", MTU %s" % mtu if mtu else "")):
+                    index = pod_ns.link_lookup(ifname=name)[0]
+                    pod_ns.link("set", index=index, **settings)
+                with step("interface %s: the address %s" % (name, entry["ip_address"])):
+                    pod_ns.addr("add", index=index, address=ip, prefixlen=int(prefix))
                 gateway = entry.get("gateway_ip")
                 for route in entry.get("routes") or []:
-                    pod_ns.route("add", dst=route["dst"], gateway=route.get("gw") or gateway, oif=index)
+                    with step("interface %s: the route to %s via %s" % (name, route["dst"], route.get("gw") or gateway)):
+                        pod_ns.route("add", dst=route["dst"], gateway=route.get("gw") or gateway, oif=index)
                 if entry.get("default_gateway") and gateway:
-                    pod_ns.route("add", dst="0.0.0.0/0", gateway=gateway, oif=index)
+                    with step("interface %s: the default route via %s" % (name, gateway)):
+                        pod_ns.route("add", dst="0.0.0.0/0", gateway=gateway, oif=index)
                 if netdev:
-                    tx_off(entry["interface"])      # this thread is in the pod's namespace
+                    with step("interface %s: transmit checksum offload off" % name):
+                        tx_off(name)        # this thread is in the pod's namespace
         self._node(node_side)
         netlink(netns, pod_side)
 

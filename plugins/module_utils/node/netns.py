@@ -7,9 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import ctypes
+import errno
 import os
 import threading
+
+from .. import cni
 
 try:
     from pyroute2 import IPRoute
@@ -18,6 +22,25 @@ try:
 except ImportError:  # pragma: no cover - only the node agent calls these
     IPRoute = Ethtool = None
     HAS_NETLINK = False
+
+
+@contextlib.contextmanager
+def step(what):
+    """One netlink step, named: its failure is a CNI error that says which
+    interface, address or route and the cause in words ("interface net0:
+    the route to 10.9.0.0/16 via 172.16.1.9: Network is unreachable"), the
+    errno kept as detail, never a bare ``(101, 'Network is unreachable')``."""
+    try:
+        yield
+    except cni.CNIError:
+        raise
+    except Exception as exc:  # noqa: pyroute2's NetlinkError, or an OSError of the kernel's
+        code = getattr(exc, "code", None) or getattr(exc, "errno", None)
+        # pyroute2's NetlinkError carries (code, words); an OSError its strerror
+        words = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], str) else getattr(exc, "strerror", None)
+        cause = words or (os.strerror(code) if isinstance(code, int) and code > 0 else str(exc))
+        detail = "errno %d (%s)" % (code, errno.errorcode.get(code, "?")) if isinstance(code, int) else ""
+        raise cni.CNIError(cni.IO_FAILURE, "%s: %s" % (what, cause), detail)
 
 
 def in_netns(path, function):
