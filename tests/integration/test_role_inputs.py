@@ -1,0 +1,61 @@
+"""The roles refuse inventory values that would render into a daemon's
+options or a plugin's source as they are, by name, before anything on the
+host changes (issue 32: an empty or option-bearing ``ovn_central_address``
+rendered into ``OVN_CTL_OPTS``). The real ``ansible-playbook`` runs each
+role on localhost; the refusal is the first task, so nothing is installed."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.harness.playbook import ansible_env
+
+GOOD = {"ovn_central": {"ovn_central_address": "192.168.33.10", "ovn_central_members": "ovn_central"},
+        "ovn_controller": {"ovn_controller_central_addresses": ["192.168.33.10"]},
+        "cni": {}}
+CASES = [
+    ("ovn_central", {"ovn_central_address": ""}, "ovn_central_address: \"\" is not an IP address"),
+    ("ovn_central", {"ovn_central_address": "10.0.0.1 --db-nb-addr=0.0.0.0"}, "ovn_central_address: \"10.0.0.1 --db"),
+    ("ovn_central", {"ovn_central_address": "10.0.0.300"}, "ovn_central_address: \"10.0.0.300\""),
+    ("ovn_central", {"ovn_central_nb_port": 70000}, "ovn_central_nb_port: \"70000\" is not a whole number"),
+    ("ovn_central", {"ovn_central_ssl_dir": "/etc/ovn/pki --x"}, "ovn_central_ssl_dir: \"/etc/ovn/pki --x\""),
+    ("ovn_controller", {"ovn_controller_central_addresses": ["10.0.0.1,ssl:6.6.6.6"]},
+     "ovn_controller_central_addresses: \"10.0.0.1,ssl:6.6.6.6\""),
+    ("ovn_controller", {"ovn_controller_ssl_dir": "relative"}, "ovn_controller_ssl_dir must be an absolute path"),
+    ("cni", {"cni_agent_socket": '/run/x.sock"); import os; os.system("id'}, "cni_agent_socket: "),
+    ("cni", {"cni_bridge": "br-int; rm"}, "cni_bridge"),
+]
+
+
+def run_role(tmp_path, collections_path, role, extra, tasks_from="main"):
+    play = [{"hosts": "localhost", "gather_facts": False, "connection": "local",
+             "vars": dict(GOOD[role], **extra),
+             "tasks": [{"name": "the role", "ansible.builtin.include_role": {
+                 "name": "ovn4nfv.k8s." + role, "tasks_from": tasks_from}}]}]
+    path = tmp_path / "play.yml"
+    path.write_text(yaml.safe_dump(play))
+    home = str(tmp_path / "home")
+    os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                           str(path)], env=ansible_env(collections_path, home), capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("role, extra, words", CASES, ids=["%s-%d" % (c[0], i) for i, c in enumerate(CASES)])
+def test_a_bad_input_is_refused_by_name_before_anything_changes(tmp_path, collections_path, role, extra, words):
+    proc = run_role(tmp_path, collections_path, role, extra)
+    assert proc.returncode != 0, proc.stdout
+    assert words in proc.stdout, proc.stdout[-3000:]
+    assert "changed=0" in proc.stdout and "ok=" in proc.stdout, proc.stdout[-2000:]
+    for later in ("Install OVN central", "Install the OVN host package", "Install the agent's libraries"):
+        assert "TASK [ovn4nfv.k8s.%s : %s]" % (role, later) not in proc.stdout, "a later task ran"
+
+
+@pytest.mark.parametrize("role", sorted(GOOD))
+def test_the_inventories_values_pass(tmp_path, collections_path, role):
+    """The checks alone (``tasks_from: inputs``), with the lab's values and the defaults: all pass."""
+    proc = run_role(tmp_path, collections_path, role, {}, tasks_from="inputs")
+    assert proc.returncode == 0, proc.stdout[-3000:]
