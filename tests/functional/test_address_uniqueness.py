@@ -73,7 +73,7 @@ def entries_of(picked):
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pods=st.lists(st.lists(ENTRY, min_size=1, max_size=6), min_size=1, max_size=5))
 def test_no_two_ports_share_an_ip_or_a_mac(nb, pods):
     box, db = nb
