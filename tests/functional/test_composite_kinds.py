@@ -98,6 +98,13 @@ class World:
 
     def __init__(self):
         self.box = Sandbox(vswitchd=False)
+        try:
+            self._plant()
+        except Exception:
+            self.box.stop()         # nothing left running when the set-up fails
+            raise
+
+    def _plant(self):
         # ovn-northd writes to the NB too (a router port's ``up``): stopped,
         # so that every write the test sees is the product's or its own.
         self.box.run("ovn-appctl", "-t", "%s/ovn-northd.ctl" % self.box.dir, "exit")
