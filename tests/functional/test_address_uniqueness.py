@@ -14,15 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 
-from tests.harness.sandbox import Sandbox
+from tests.harness.nb_env import nb_with_networks
 
 # Small pools, so that random static addresses meet dynamic ones often.
 NETWORKS = {"u1": "172.18.1.0/27", "u2": "172.18.2.0/28"}
@@ -30,15 +26,8 @@ NETWORKS = {"u1": "172.18.1.0/27", "u2": "172.18.2.0/28"}
 
 @pytest.fixture(scope="module")
 def nb():
-    box = Sandbox(ovs=False)
-    try:
-        with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
-            execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
-            execute(db, lambda v: vn.plan_networks(v, [(n, vn.check_network({"name": n, "subnet": s}, n))
-                                                       for n, s in NETWORKS.items()], "merged", "ovn"), write=True)
-            yield box, db
-    finally:
-        box.stop()
+    with nb_with_networks([{"name": n, "subnet": s} for n, s in NETWORKS.items()]) as env:
+        yield env
 
 
 def pod_port_addresses(box):

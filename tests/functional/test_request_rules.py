@@ -10,31 +10,19 @@ import subprocess
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
 
-from tests.harness.sandbox import Sandbox
+from tests.harness.nb_env import nb_with_networks
 
 
 @pytest.fixture(scope="module")
 def nb():
-    box = Sandbox(ovs=False)
-    try:
-        with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
-            execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
-            execute(db, lambda v: vn.plan_networks(v, [
-                ("a", vn.check_network({"name": "r1", "subnet": "172.19.1.0/24"}, "a")),
-                ("b", vn.check_network({"name": "r2", "subnet": "172.19.2.0/24", "subnet6": "fd00:19::/64"}, "b"))],
-                "merged", "ovn"), write=True)
-            yield box, db
-    finally:
-        box.stop()
+    with nb_with_networks([{"name": "r1", "subnet": "172.19.1.0/24"},
+                           {"name": "r2", "subnet": "172.19.2.0/24", "subnet6": "fd00:19::/64"}]) as env:
+        yield env
 
 
 def ports(box):
