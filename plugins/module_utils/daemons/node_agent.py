@@ -363,8 +363,8 @@ class NodeAgent(OvsAttachment, PodTruth):
                 with step("interface %s: the veth pair (%s on the node)" % (entry["interface"], host)):
                     ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
                 made.append(host)
-                with step("interface %s: its node side %s up%s" % (entry["interface"], host,
-                                                                    " with MTU %s" % mtu if mtu else "")):
+                up = "interface %s: its node side %s up%s" % (entry["interface"], host, " with MTU %s" % mtu if mtu else "")
+                with step(up):
                     index = ipr.link_lookup(ifname=host)[0]
                     # the container's mark on the node side, for a DEL that comes
                     # before the OVS port was made (or after it was lost)

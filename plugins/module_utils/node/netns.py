@@ -36,10 +36,11 @@ def step(what):
         raise
     except Exception as exc:  # noqa: pyroute2's NetlinkError, or an OSError of the kernel's
         code = getattr(exc, "code", None) or getattr(exc, "errno", None)
+        code = code if isinstance(code, int) and code > 0 else None
         # pyroute2's NetlinkError carries (code, words); an OSError its strerror
         words = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], str) else getattr(exc, "strerror", None)
-        cause = words or (os.strerror(code) if isinstance(code, int) and code > 0 else str(exc))
-        detail = "errno %d (%s)" % (code, errno.errorcode.get(code, "?")) if isinstance(code, int) else ""
+        cause = words or (os.strerror(code) if code else str(exc))
+        detail = "errno %s (%s)" % (code, errno.errorcode.get(code, "?")) if code else ""
         raise cni.CNIError(cni.IO_FAILURE, "%s: %s" % (what, cause), detail)
 
 
