@@ -184,10 +184,6 @@ class Transaction(_TransactionBase):
             idl.ran.committing -= 1
 
 
-# the rows a transaction creates in one table from which it stops following them back
-UNFOLLOW_AT = 500
-
-
 def unfollow_created(idl, txn):
     """Stop monitoring, from this transaction on, the rows ``txn`` creates
     in a table monitored by name (a narrowed monitor, :class:`~.connection.Database`
@@ -202,14 +198,7 @@ def unfollow_created(idl, txn):
     reads them again: a task commits once and ends. The change is sent
     before the transaction, on the same connection, so the server applies
     it first. A transaction the server answers "try again" follows the rows
-    again first (:meth:`Transaction._follow_again`).
-
-    Only where the transaction creates :data:`UNFOLLOW_AT` rows or more in
-    the table: a monitor change costs the server a pass over the whole
-    table (measured: 50 ms of its CPU on 50,000 ports, about 1 us a row),
-    and a row not sent back saves the task about 75 us, so a small task on
-    a large table would pay more than it saves (``benchmarks/scale.py``'s
-    100 new ports among 50,000: +50 ms for 7 ms)."""
+    again first (:meth:`Transaction._follow_again`)."""
     created = {}
     for row in list(txn._txn_rows.values()):    # python-ovs: the rows this transaction writes
         if row._data is None and row._changes is not None and "name" in row._changes:
@@ -220,7 +209,7 @@ def unfollow_created(idl, txn):
     before = {}
     for table, names in created.items():
         condition = idl.tables[table].condition_state.latest
-        if len(names) < UNFOLLOW_AT or condition in ([True], [False]):
+        if condition in ([True], [False]):
             continue
         kept = [c for c in condition if not (
             isinstance(c, list) and len(c) == 3 and c[0] == "name" and c[1] == "==" and c[2] in names)]
