@@ -364,9 +364,7 @@ class Database:
     ``tables`` names the tables to monitor; nothing else is fetched.
     ``where`` (``{table: [clause, ...]}``, any of which may match, as OVSDB's
     conditional monitoring takes them) narrows a table to the rows a caller
-    needs from the first update on; the rows a transaction on this
-    connection creates there are not followed back (a task commits once and
-    ends: :func:`~.transaction.unfollow_created`). The connection is made in
+    needs from the first update on. The connection is made in
     the constructor and fails within ``timeout`` seconds with
     :class:`DatabaseUnreachable`, naming the remote.
     """

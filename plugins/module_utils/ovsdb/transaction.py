@@ -114,11 +114,8 @@ class Transaction(_TransactionBase):
             except Exception:
                 txn.abort()
                 raise
-            unfollowed = unfollow_created(idl, txn)
             status = self._commit_block(idl, txn, deadline)
             if status == txn.TRY_AGAIN:
-                if unfollowed:
-                    self._follow_again(idl, unfollowed, deadline)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise RuntimeError("the server asked to try again until the timeout")
@@ -134,6 +131,7 @@ class Transaction(_TransactionBase):
             return [command.result for command in self.commands]
 
     def _commit_block(self, idl, txn, deadline):
+        lock = self.ovsdb_connection.lock
         idl.ran.committing += 1
         try:
             while True:
@@ -142,83 +140,21 @@ class Transaction(_TransactionBase):
                 if status != txn.INCOMPLETE or remaining <= 0:
                     return status
                 idl.run()
-                self._block(idl, remaining, txn)
+                idl.ran.drain()
+                wake = poller.Poller()
+                idl.wait(wake)
+                txn.wait(wake)
+                # the connection's thread may take the reply in once the
+                # lock is free: its run signals, and this wakes
+                wake.fd_wait(idl.ran.fd, poller.POLLIN)
+                wake.timer_wait(int(remaining * 1000) + 1)
+                lock.release()
+                try:
+                    wake.block()
+                finally:
+                    lock.acquire()
         finally:
             idl.ran.committing -= 1
-
-    def _block(self, idl, remaining, txn=None):
-        """Sleep until the server says something, or ``remaining``
-        seconds, with the connection's lock let go meanwhile."""
-        lock = self.ovsdb_connection.lock
-        idl.ran.drain()
-        wake = poller.Poller()
-        idl.wait(wake)
-        if txn is not None:
-            txn.wait(wake)
-        # the connection's thread may take the reply in once the
-        # lock is free: its run signals, and this wakes
-        wake.fd_wait(idl.ran.fd, poller.POLLIN)
-        wake.timer_wait(int(remaining * 1000) + 1)
-        lock.release()
-        try:
-            wake.block()
-        finally:
-            lock.acquire()
-
-    def _follow_again(self, idl, conditions, deadline):
-        """Monitor again the rows :func:`unfollow_created` left out, and
-        wait until the server has sent them, before the transaction is made
-        anew: another client may have created them meanwhile."""
-        for table, condition in conditions.items():
-            idl.cond_change(table, condition)
-        idl.ran.committing += 1
-        try:
-            while any(idl.tables[table].condition_state.acked != condition
-                      for table, condition in conditions.items()):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise RuntimeError("the server did not answer a monitor change within %ss" % self.timeout)
-                idl.run()
-                self._block(idl, remaining)
-        finally:
-            idl.ran.committing -= 1
-
-
-def unfollow_created(idl, txn):
-    """Stop monitoring, from this transaction on, the rows ``txn`` creates
-    in a table monitored by name (a narrowed monitor, :class:`~.connection.Database`
-    ``where``); ``{table: the condition before}`` for those it changed.
-
-    A task names the rows it reads, and monitors them whether they exist
-    or not: without this, the server would send every row the task creates
-    back to it (and ovn-northd's changes to them after), and python-ovs
-    would parse them before the transaction's reply, which comes after
-    them: for a task creating 1,000 ports, 15% of the module's CPU time
-    (measured), all of it between the commit and its answer. Nothing
-    reads them again: a task commits once and ends. The change is sent
-    before the transaction, on the same connection, so the server applies
-    it first. A transaction the server answers "try again" follows the rows
-    again first (:meth:`Transaction._follow_again`)."""
-    created = {}
-    for row in list(txn._txn_rows.values()):    # python-ovs: the rows this transaction writes
-        if row._data is None and row._changes is not None and "name" in row._changes:
-            try:
-                created.setdefault(row._table.name, set()).add(row.name)
-            except (AttributeError, KeyError):
-                continue
-    before = {}
-    for table, names in created.items():
-        condition = idl.tables[table].condition_state.latest
-        if condition in ([True], [False]):
-            continue
-        kept = [c for c in condition if not (
-            isinstance(c, list) and len(c) == 3 and c[0] == "name" and c[1] == "==" and c[2] in names)]
-        if len(kept) != len(condition):
-            before[table] = condition
-            idl.cond_change(table, kept)
-    if before:
-        idl.send_cond_change()
-    return before
 
 
 class RunSignal:
