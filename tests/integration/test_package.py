@@ -93,7 +93,7 @@ def test_ansible_doc_reads_every_module_from_the_installed_copy(installed):
         assert doc["doc"]["filename"].startswith(clean + os.sep), (name, doc["doc"]["filename"])
         assert doc["examples"] and doc["return"], name
     roles = run([os.path.join(BIN, "ansible-doc"), "--type", "role", "--list", "ovn4nfv.k8s"], env)
-    for role in ("ovs", "ovn_central", "ovn_controller", "node_gateway", "cni", "watcher"):
+    for role in ("ovs", "ovn_central", "ovn_controller", "node_gateway", "cni", "container_runtime", "watcher"):
         assert "ovn4nfv.k8s." + role in roles, roles
 
 

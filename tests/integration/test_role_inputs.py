@@ -15,7 +15,7 @@ from tests.harness.playbook import ansible_env
 
 GOOD = {"ovn_central": {"ovn_central_address": "192.168.33.10", "ovn_central_members": "ovn_central"},
         "ovn_controller": {"ovn_controller_central_addresses": ["192.168.33.10"]},
-        "cni": {}}
+        "cni": {}, "container_runtime": {}}
 CASES = [
     ("ovn_central", {"ovn_central_address": ""}, "ovn_central_address: \"\" is not an IP address"),
     ("ovn_central", {"ovn_central_address": "10.0.0.1 --db-nb-addr=0.0.0.0"}, "ovn_central_address: \"10.0.0.1 --db"),
@@ -27,6 +27,12 @@ CASES = [
     ("ovn_controller", {"ovn_controller_ssl_dir": "relative"}, "ovn_controller_ssl_dir must be an absolute path"),
     ("cni", {"cni_agent_socket": '/run/x.sock"); import os; os.system("id'}, "cni_agent_socket: "),
     ("cni", {"cni_bridge": "br-int; rm"}, "cni_bridge"),
+    ("container_runtime", {"container_runtime_sandbox_image": 'x:1"\n[plugins.evil]'},
+     "container_runtime_sandbox_image ("),
+    ("container_runtime", {"container_runtime_sandbox_args": ["-P; rm -rf /"]}, "container_runtime_sandbox_args ("),
+    ("container_runtime", {"container_runtime_cni_conf_dir": "/etc/cni/net.d\" x"},
+     "container_runtime_cni_conf_dir: "),
+    ("container_runtime", {"container_runtime_snapshotter": "zfs"}, "value of container_runtime_snapshotter must be one of"),
 ]
 
 
@@ -50,7 +56,8 @@ def test_a_bad_input_is_refused_by_name_before_anything_changes(tmp_path, collec
     assert proc.returncode != 0, proc.stdout
     assert words in proc.stdout, proc.stdout[-3000:]
     assert "changed=0" in proc.stdout and "ok=" in proc.stdout, proc.stdout[-2000:]
-    for later in ("Install OVN central", "Install the OVN host package", "Install the agent's libraries"):
+    for later in ("Install OVN central", "Install the OVN host package", "Install the agent's libraries",
+                  "Install containerd, runc, the sandbox's binary and the reference CNI plugins"):
         assert "TASK [ovn4nfv.k8s.%s : %s]" % (role, later) not in proc.stdout, "a later task ran"
 
 
