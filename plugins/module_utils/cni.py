@@ -341,16 +341,30 @@ def select_entries(entries, ifname, per_attachment):
     return chosen
 
 
-def result(version, entries, sandbox, host_interfaces=None):
+def result(version, entries, sandbox, host_interfaces=None, ifname=None):
     """The CNI result for ``entries`` (``ovnIfaceList`` form), in the result
     format of ``version``: IPs point at their interface by index; the
-    default route is given where an entry carries the default gateway."""
+    default route is given where an entry carries the default gateway.
+
+    ``ifname`` is the interface the runtime asked for (``CNI_IFNAME``) when
+    the call sets up the whole pod. A pod's interfaces carry the names its
+    request gives them (net0, net1), rarely the runtime's (eth0); a runtime
+    takes the pod's IP from the addresses of ``CNI_IFNAME`` and refuses a
+    sandbox without one (containerd: "failed to find network info for
+    sandbox"). So when no entry is named ``ifname``, the first entry's
+    address is given without an interface index: the specification leaves
+    the index optional, and runtimes (containerd's go-cni, CRI-O's ocicni)
+    count an address without one as ``CNI_IFNAME``'s; the pod's IP is then
+    its first interface's address."""
     interfaces, ips, routes = [], [], []
+    unnamed = ifname is not None and ifname not in [entry["interface"] for entry in entries]
     for entry in entries:
         index = len(interfaces)
         interfaces.append({"name": entry["interface"], "mac": entry["mac_address"], "sandbox": sandbox})
         address = entry["ip_address"]
-        ip = {"address": address, "gateway": entry.get("gateway_ip"), "interface": index}
+        ip = {"address": address, "gateway": entry.get("gateway_ip")}
+        if not (unnamed and index == 0):
+            ip["interface"] = index
         if version.startswith("0."):
             ip["version"] = "6" if ":" in address else "4"
         ips.append(ip)

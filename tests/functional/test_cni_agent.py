@@ -45,8 +45,10 @@ def test_two_pods_with_two_interfaces_reach_each_other(env):
     code_b, result_b, err = env.cni("ADD", "pb", netns_b, "ctr-b")
     assert code_b == 0, (result_b, err, env.log_text())
     assert [i["name"] for i in result_a["interfaces"] if i.get("sandbox")] == ["net0", "net1"]
-    addresses_b = dict((result_b["interfaces"][i["interface"]]["name"], i["address"].split("/")[0])
+    # no interface is named CNI_IFNAME (eth0): the first one's address has no index, as the pod's IP
+    addresses_b = dict((result_b["interfaces"][i.get("interface", 0)]["name"], i["address"].split("/")[0])
                        for i in result_b["ips"])
+    assert "interface" not in result_b["ips"][0] and [i.get("interface") for i in result_b["ips"][1:]] == [1]
     env.node.wait_hv()
     assert ping(netns_a, addresses_b["net0"]) and ping(netns_a, addresses_b["net1"])
     reply, _source = tcp_exchange(netns_b, netns_a, addresses_b["net1"], 8080)

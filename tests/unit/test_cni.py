@@ -33,6 +33,19 @@ def test_result_1_0_0():
     assert out["routes"] == [{"dst": "10.20.0.0/16", "gw": "172.16.1.1"}, {"dst": "0.0.0.0/0", "gw": "172.16.2.1"}]
 
 
+def test_result_gives_the_runtime_an_address_for_its_ifname():
+    """containerd takes the pod's IP from CNI_IFNAME's addresses and refuses
+    a sandbox without one: when no interface has that name, the first
+    interface's address carries no index (a runtime counts it as
+    CNI_IFNAME's); otherwise every address keeps its index."""
+    out = cni.result("1.0.0", ENTRIES, "/x", [("o4nabc", "0a:00:00:00:00:99")], ifname="eth0")
+    assert out["ips"] == [{"address": "172.16.1.10/24", "gateway": "172.16.1.1"},
+                          {"address": "172.16.2.10/24", "gateway": "172.16.2.1", "interface": 1}]
+    assert [i["name"] for i in out["interfaces"]] == ["net0", "net1", "o4nabc"]
+    named = cni.result("1.0.0", ENTRIES, "/x", ifname="net1")
+    assert [ip["interface"] for ip in named["ips"]] == [0, 1]
+
+
 def test_result_0_4_0_carries_ip_versions():
     assert [ip["version"] for ip in cni.result("0.4.0", ENTRIES, "/x")["ips"]] == ["4", "4"]
 

@@ -56,6 +56,7 @@ except ImportError:  # pragma: no cover - the agent needs them; modules do not
 LOG = logging.getLogger("ovn4nfv.node_agent")
 ANNOTATION_TIMEOUT = 101      # plugin-specific CNI error: the watcher wrote nothing in time
 NOT_INSTALLED = 102           # plugin-specific CNI error: ovn-controller did not install the port
+POD_REPLACED = 105            # plugin-specific CNI error: the pod of that name is not the sandbox's (K8S_POD_UID)
 
 
 def veth_alias(container, interface):
@@ -257,29 +258,39 @@ class NodeAgent(OvsAttachment, PodTruth):
             raise cni.CNIError(cni.INVALID_ENVIRONMENT, "CNI_ARGS: K8S_POD_NAMESPACE and K8S_POD_NAME are needed")
         return namespace, name
 
-    def _await_pod(self, namespace, name, ready, what):
+    def _await_pod(self, namespace, name, ready, what, uid=None):
         """The pod once ``ready(annotations)`` is true: read it, then follow
-        it with a watch, bounded by ``annotation_seconds``."""
+        it with a watch, bounded by ``annotation_seconds``. With ``uid``
+        (``K8S_POD_UID``, which runtimes pass), a pod of that name with
+        another UID is refused at once: the pod the sandbox was made for
+        is gone, and this one's interfaces are not its to take."""
+        def found(pod):
+            if pod.metadata.name != name:
+                return False
+            if uid and pod.metadata.uid != uid:
+                raise cni.CNIError(POD_REPLACED, "pod %s/%s is another pod now (UID %s); this sandbox was made "
+                                   "for UID %s, which is gone" % (namespace, name, pod.metadata.uid, uid))
+            return ready(pod.metadata.annotations or {})
         field = "metadata.name=%s" % name
         pods = self.core.list_namespaced_pod(namespace, field_selector=field)
         for pod in pods.items:
-            if pod.metadata.name == name and ready(pod.metadata.annotations or {}):
+            if found(pod):
                 return pod
         watch = k8s_watch.Watch()
         for event in watch.stream(self.core.list_namespaced_pod, namespace, field_selector=field,
                                   resource_version=pods.metadata.resource_version,
                                   timeout_seconds=self.config.annotation_seconds):
             pod = event["object"]
-            if pod.metadata.name == name and ready(pod.metadata.annotations or {}):
+            if found(pod):
                 watch.stop()
                 return pod
         raise cni.CNIError(ANNOTATION_TIMEOUT, "pod %s/%s has no %s after %ss; is the watcher running?" % (
             namespace, name, what, self.config.annotation_seconds))
 
-    def _entries(self, namespace, name):
+    def _entries(self, namespace, name, uid=None):
         """The pod's UID and ``ovnIfaceList``, once the watcher wrote it."""
         pod = self._await_pod(namespace, name, lambda found: found.get(annotations.IFACE_LIST),
-                              annotations.IFACE_LIST)
+                              annotations.IFACE_LIST, uid)
         return pod.metadata.uid, annotations.parse_iface_list(pod.metadata.annotations[annotations.IFACE_LIST])
 
     def ipam_add(self, request, ipam):
@@ -291,7 +302,7 @@ class NodeAgent(OvsAttachment, PodTruth):
             raise cni.CNIError(cni.INVALID_CONFIG, "ipam.provider: %s needs <nad>.<namespace>" % IPAM_TYPE)
         prefix = provider + ".kubernetes.io/"
         pod = self._await_pod(namespace, name, lambda found: found.get(prefix + "allocated") == "true",
-                              prefix + "allocated")
+                              prefix + "allocated", request["args"].get("K8S_POD_UID"))
         found = pod.metadata.annotations
         self._confirm(namespace, name, pod.metadata.uid, [
             {"interface": request["ifname"], "mac_address": None, "ip_address": found[prefix + "ip_address"]}],
@@ -307,7 +318,7 @@ class NodeAgent(OvsAttachment, PodTruth):
     def add(self, request):
         marks = [("", time.monotonic())]      # where an ADD's time goes, in its log line
         namespace, name = self._pod(request)
-        uid, entries = self._entries(namespace, name)
+        uid, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
         marks.append(("api", time.monotonic()))
         config = request["config"]
         entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
@@ -335,7 +346,8 @@ class NodeAgent(OvsAttachment, PodTruth):
             (host, ipr.get_links(ipr.link_lookup(ifname=host)[0])[0].get_attr("IFLA_ADDRESS")) for host in made])
         LOG.info("ADD %s/%s: %s (%s)", namespace, name, ", ".join(e["interface"] for e in entries), " ".join(
             "%s=%.1fms" % (step, (at - marks[index][1]) * 1000) for index, (step, at) in enumerate(marks[1:])))
-        return cni.result(request["version"], entries, request["netns"], macs)
+        return cni.result(request["version"], entries, request["netns"], macs,
+                          None if config.get("provider") else request["ifname"])
 
     def _node(self, function):
         """``function(ipr)`` with netlink in the node's network namespace."""

@@ -76,7 +76,7 @@ class PodTruth:
         for this container, and what the pod's interface list and the ADD's
         result (``prevResult``) say exists in the pod, as they say it."""
         namespace, name = self._pod(request)
-        uid, entries = self._entries(namespace, name)
+        uid, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
         entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
         previous = request["config"]["prevResult"]        # checked by cni.check_prev_result
         hosts = [cni.host_ifname(uid, entry["interface"]) for entry in entries]
@@ -88,10 +88,15 @@ class PodTruth:
                     entry["interface"], request["container_id"]))
         wanted = [(e["interface"], e["mac_address"], e["ip_address"]) for e in entries]
         interfaces = previous.get("interfaces", [])
+        # an address without an index is CNI_IFNAME's: that interface's, or
+        # else the pod's first (where cni.result puts it, for the runtime)
+        inside = [i for i in interfaces if i.get("sandbox")]
+        unindexed = next((i for i in inside if i.get("name") == request["ifname"]), inside[0] if inside else None)
         for item in previous.get("ips", []):
             index = item.get("interface")
-            if index is not None and interfaces[index].get("sandbox"):
-                wanted.append((interfaces[index].get("name"), interfaces[index].get("mac"), item.get("address")))
+            target = unindexed if index is None else interfaces[index] if interfaces[index].get("sandbox") else None
+            if target is not None:
+                wanted.append((target.get("name"), target.get("mac"), item.get("address")))
 
         def check(pod_ns):
             for interface, mac, address in wanted:
