@@ -17,7 +17,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connectio
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from tests.harness import collection
-from tests.harness.cni_runtime import call, install_plugin
+from tests.harness.cni_runtime import call, install_plugin, runtime_args
 from tests.harness.dataplane import Node, ip
 from tests.harness.kube_api_standin import NODE_AGENT, KubeAPIStandIn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
@@ -163,9 +163,10 @@ class Env:
     def cni(self, command, name, netns, container_id, plugin=None, ifname="eth0", namespace="default", **config):
         conf = dict({"cniVersion": "1.0.0", "name": "ovn", "type": "ovn4nfv", "server_socket": self.socket},
                     **config)
+        pod = self.api.pod(namespace, name)         # the runtime passes the UID of the pod it runs
         return call(plugin or self.plugin, command, conf, netns=netns, ifname=ifname, container_id=container_id,
-                    args="K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s" % (namespace, name), node=self.node.ns,
-                    extra_env={"CNI_PATH": self.tmp + ":/usr/lib/cni"})
+                    args=runtime_args(namespace, name, container_id, pod and pod["metadata"]["uid"]),
+                    node=self.node.ns, extra_env={"CNI_PATH": self.tmp + ":/usr/lib/cni"})
 
     def node_links(self):
         out = ip("ip", "-o", "link", netns=self.node.ns).stdout

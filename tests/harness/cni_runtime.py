@@ -1,12 +1,31 @@
 """Calling CNI plugins the way a container runtime does: the command and
 its arguments in CNI_* environment variables, the network configuration on
-stdin, the result or error as JSON on stdout."""
+stdin, the result or error as JSON on stdout.
+
+Held to what containerd's CRI (libcni) passes by
+``tests/functional/test_cri_runtime.py``: the same CNI_* variables, the
+kubelet's CNI_ARGS keys (:func:`runtime_args`), and on DEL the ADD's
+result as ``prevResult``, from a result cache kept as libcni keeps its own
+(per network, container and interface; from CNI 0.4.0).
+"""
 
 import json
 import os
 import subprocess
 import sys
 import uuid
+
+# libcni's result cache, for this process: (network, container, ifname) -> result
+_RESULTS = {}
+_CACHED_FROM = ("0.4.0", "1.0.0", "1.1.0")
+
+
+def runtime_args(namespace, name, container_id, uid=None):
+    """CNI_ARGS as containerd's CRI passes them for a pod's sandbox (the
+    kubelet's pod metadata; the order of the keys varies there)."""
+    args = [("IgnoreUnknown", "1"), ("K8S_POD_NAMESPACE", namespace), ("K8S_POD_NAME", name),
+            ("K8S_POD_INFRA_CONTAINER_ID", container_id)] + ([("K8S_POD_UID", uid)] if uid else [])
+    return ";".join("%s=%s" % pair for pair in args)
 
 
 def install_plugin(bin_dir, collections, name="ovn4nfv", socket_path=None):
@@ -41,8 +60,17 @@ def call(plugin, command, config, netns="", ifname="net0", container_id=None, ar
            "CNI_NETNS": netns, "CNI_IFNAME": ifname, "CNI_ARGS": args,
            "CNI_PATH": os.path.dirname(plugin) + ":/usr/lib/cni"}
     env.update(extra_env or {})
+    key = (config.get("name"), env["CNI_CONTAINERID"], ifname) if isinstance(config, dict) else None
+    if command == "DEL" and stdin is None and key in _RESULTS and "prevResult" not in config:
+        config = dict(config, prevResult=_RESULTS[key])       # as libcni passes its cached result
     argv = (["ip", "netns", "exec", node] if node else []) + [plugin]
     proc = subprocess.run(argv, input=stdin if stdin is not None else json.dumps(config), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                           timeout=timeout, check=False)
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
+    out = json.loads(proc.stdout) if proc.stdout.strip() else None
+    if key is not None and proc.returncode == 0:
+        if command == "ADD" and stdin is None and config.get("cniVersion") in _CACHED_FROM:
+            _RESULTS[key] = out
+        elif command == "DEL":
+            _RESULTS.pop(key, None)
+    return proc.returncode, out, proc.stderr
