@@ -6,13 +6,20 @@ Baseline, in the same run: Debian's reference bridge plugin with
 host-local IPAM doing a one-interface ADD, 100 times. Pod objects and
 namespaces are made outside the timing for both.
 
+Beside it, in the same run, the same ADD through a real container runtime:
+a private containerd (Debian's, its CRI plugin; ``tests/harness/containerd_env.py``)
+in the node's namespace, its ``RunPodSandbox`` for a pod of the same two
+interfaces, 100 times (each sandbox stopped and removed outside the timing):
+what the runtime adds on top of the plugin (its network namespace, libcni,
+the sandbox container through runc and its shim).
+
 Before it, where an ADD's time goes: the node agent's own account of each
 ADD (its log line: the pod's interface list from the API, the check
 against the southbound, netlink, the OVS port, the wait for
 ``ovn-installed``), and the plugin executable's own start (a ``VERSION``
 call, which never reaches the agent), as medians.
 
-Last line: ``add_p50_ms=<a> add_p99_ms=<b> del_p50_ms=<c> baseline_add_p50_ms=<d>``
+Last line: ``add_p50_ms=<a> add_p99_ms=<b> del_p50_ms=<c> baseline_add_p50_ms=<d> cri_add_p50_ms=<e>``
 """
 
 import os
@@ -37,9 +44,10 @@ def main():
     collections = ansible.collections
     from tests.harness.cni_env import Env
     from tests.harness.cni_runtime import call
+    from tests.harness.containerd_env import Containerd
     tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-cni-")
     env = Env(tmp, collections)
-    adds, dels, baseline = [], [], []
+    adds, dels, baseline, cri_adds = [], [], [], []
     try:
         for index in range(ROUNDS):
             name = "b%d" % index
@@ -50,6 +58,18 @@ def main():
             took, (code, out, err) = timed(lambda: env.cni("DEL", name, netns, "ctr-" + name))
             assert code == 0, (out, err)
             dels.append(took)
+        runtime = Containerd(env)
+        try:
+            cri_version = runtime.runtime.version().get("runtime_version", "?")
+            for index in range(ROUNDS):
+                obj = runtime.create_pod("c%d" % index, {"name": "net1", "interface": "net0"},
+                                         {"name": "net2", "interface": "net1"})
+                took, sandbox = timed(lambda: runtime.run_sandbox(obj))
+                cri_adds.append(took)
+                runtime.stop_sandbox(sandbox)
+                runtime.remove_sandbox(sandbox)
+        finally:
+            runtime.stop()
         bridge = {"cniVersion": "1.0.0", "name": "bench", "type": "bridge", "bridge": "o4nbench0",
                   "ipam": {"type": "host-local", "subnet": "10.99.0.0/16", "dataDir": os.path.join(tmp, "ipam")}}
         for index in range(ROUNDS):
@@ -82,8 +102,11 @@ def main():
         len(next(iter(steps.values()), []))))
     print("ovn4nfv: %d pods, 2 OVN interfaces each; ADD waits for ovn-installed" % ROUNDS)
     print("baseline: Debian's bridge + host-local, 1 interface, %d pods" % ROUNDS)
-    print("add_p50_ms=%.0f add_p99_ms=%.0f del_p50_ms=%.0f baseline_add_p50_ms=%.0f" % (
-        percentile(adds, 0.5), percentile(adds, 0.99), percentile(dels, 0.5), percentile(baseline, 0.5)))
+    print("through containerd %s: RunPodSandbox of the same pods, %d; p99 %.0f ms" % (
+        cri_version, ROUNDS, percentile(cri_adds, 0.99)))
+    print("add_p50_ms=%.0f add_p99_ms=%.0f del_p50_ms=%.0f baseline_add_p50_ms=%.0f cri_add_p50_ms=%.0f" % (
+        percentile(adds, 0.5), percentile(adds, 0.99), percentile(dels, 0.5), percentile(baseline, 0.5),
+        percentile(cri_adds, 0.5)))
 
 
 if __name__ == "__main__":
