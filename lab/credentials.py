@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 
-from lab.host import HERE, ROOT, exec_in, podman
+from lab.host import ROOT, exec_in, kubelet_argv, podman
 
 API_PORT = 6443
 
@@ -87,9 +87,8 @@ def register_nodes(lab):
     """Each of the set's Kubernetes nodes registers its Node, as its kubelet
     would on start (one registered already is kept)."""
     for name in lab.kube:
-        podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
         exec_in(name, "env", "LAB_API=https://%s:%d" % (lab.address(lab.api), API_PORT),
-                "python3", "/usr/local/bin/lab-kubelet", "register", lab.address(name))
+                *(kubelet_argv(name) + ["register", lab.address(name)]))
 
 
 # Run on the master: until the stand-in answers the admin over HTTPS.

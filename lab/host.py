@@ -59,6 +59,21 @@ def podman(*args, **kw):
     return sh("podman", *args, **kw)
 
 
+KUBELET_DIR = "/usr/local/lib/ovn4nfv-lab"
+
+
+def kubelet_argv(name):
+    """lab/kubelet.py and its CRI client copied into the container
+    ``name``, the client where the kubelet imports it from
+    (``tests.harness.cri``, as everywhere); the command that runs the
+    kubelet there."""
+    harness = KUBELET_DIR + "/tests/harness"
+    exec_in(name, "sh", "-c", "mkdir -p %s && touch %s/../__init__.py %s/__init__.py" % (harness, harness, harness))
+    podman("cp", os.path.join(HERE, "kubelet.py"), "%s:%s/kubelet.py" % (name, KUBELET_DIR))
+    podman("cp", os.path.join(ROOT, "tests", "harness", "cri.py"), "%s:%s/cri.py" % (name, harness))
+    return ["python3", KUBELET_DIR + "/kubelet.py"]
+
+
 def exec_in(name, *argv, check=True):
     """``argv`` in the container ``name``; its output captured."""
     return podman("exec", name, *argv, capture=True, check=check)

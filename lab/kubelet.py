@@ -1,19 +1,24 @@
-"""The kubelet's part of running a pod in the lab, on one worker.
+"""The kubelet's part of running a pod in the lab, on one worker, through
+the node's container runtime: containerd's CRI, which makes the pod's
+sandbox and network namespace and calls the CNI plugin itself.
 
     kubelet.py run NAME ANNOTATION_JSON [LABELS_JSON [SYSCTLS_JSON]]
                                            create the pod on the API (as
-                                           kubectl would), make its network
-                                           namespace (with the pod's sysctls),
-                                           call the CNI plugin ADD, report the
-                                           pod Ready (status)
-    kubelet.py delete NAME                 CNI DEL, remove the namespace and
-                                           the pod
+                                           kubectl would), run its sandbox
+                                           (CRI RunPodSandbox, with the pod's
+                                           metadata, labels, annotations and
+                                           sysctls: containerd calls the CNI
+                                           ADD), report the pod Ready (status)
+    kubelet.py delete NAME                 StopPodSandbox (the runtime's CNI
+                                           DEL) and RemovePodSandbox, then the
+                                           pod deleted from the API
     kubelet.py vanish NAME                 what a node leaves behind when the
-                                           runtime lost a pod: its namespace
-                                           goes without a CNI DEL, and the
-                                           pod is deleted from the API
-                                           (kubectl delete --force); the
-                                           OVS port stays
+                                           runtime lost a pod: its sandbox is
+                                           killed and forgotten by containerd
+                                           (no CNI DEL), its namespace goes,
+                                           and the pod is deleted from the API
+                                           (kubectl delete --force); the OVS
+                                           port stays
     kubelet.py register ADDRESS            register this node's Node (its
                                            name, the host's; ADDRESS, its
                                            InternalIP), as kubelet does on
@@ -23,8 +28,11 @@
 
 The API is the lab's stand-in, over HTTPS with the lab's CA, as the lab's
 admin (lab.py puts its address, the CA and the admin's token in
-``/etc/ovn4nfv-lab`` on each node). The CNI plugin and its configuration
-are the ones the cni role installed.
+``/etc/ovn4nfv-lab`` on each node). The runtime is the one the
+container_runtime role installed, its CRI client the tests'
+(``tests/harness/cri.py``, copied beside this file by lab/host.py). Each pod's network namespace,
+the one containerd made, is also named after the pod (``ip netns`` sees it
+as ``NAME``), so that verify.yml enters it by the pod's name.
 """
 
 import json
@@ -33,14 +41,17 @@ import socket
 import ssl
 import subprocess
 import sys
+import urllib.error
 import urllib.request
-import uuid
+
+from tests.harness import cri
 
 CREDENTIALS = "/etc/ovn4nfv-lab"
 NAMESPACE = "default"
-CNI_CONF = "/etc/cni/net.d/10-ovn4nfv.conf"
-CNI_BIN = "/opt/cni/bin"
-STATE = "/run/ovn4nfv-lab"
+RUNTIME = "/run/containerd/containerd.sock"
+NETNS_DIR = "/run/netns"
+# the labels the kubelet puts on a pod's sandboxes
+POD_NAME, POD_NAMESPACE, POD_UID = "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.pod.uid"
 
 
 def api_url():
@@ -62,79 +73,111 @@ def api(method, path, body=None, content_type="application/json"):
         return json.loads(response.read() or b"null")
 
 
-def cni(command, name, container_id):
-    with open(CNI_CONF) as handle:
-        conf = json.load(handle)
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CNI_COMMAND": command,
-           "CNI_CONTAINERID": container_id, "CNI_NETNS": "/run/netns/" + name,
-           "CNI_IFNAME": "eth0", "CNI_PATH": CNI_BIN,
-           "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;"
-                       "K8S_POD_INFRA_CONTAINER_ID=%s" % (NAMESPACE, name, container_id)}
-    proc = subprocess.run([os.path.join(CNI_BIN, conf["type"])], input=json.dumps(conf),
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=120, check=False)
-    if proc.returncode:
-        raise SystemExit("CNI %s of %s failed (%d): %s %s" % (command, name, proc.returncode,
-                                                              proc.stdout, proc.stderr))
-    return json.loads(proc.stdout) if proc.stdout.strip() else None
+def sandboxes(runtime, name):
+    """The pod's sandboxes the runtime holds, oldest attempt first."""
+    found = runtime.list_pod_sandbox(labels={POD_NAME: name, POD_NAMESPACE: NAMESPACE})
+    return sorted(found, key=lambda s: s["metadata"].get("attempt", 0))
+
+
+def netns_path(runtime, sandbox_id):
+    """The network namespace containerd made for the sandbox."""
+    info = json.loads(runtime.pod_sandbox_status(sandbox_id)["info"]["info"])
+    return [n["path"] for n in info["runtimeSpec"]["linux"]["namespaces"] if n["type"] == "network"][0]
+
+
+def name_netns(name, path):
+    """``/run/netns/NAME``: the sandbox's namespace, bound under the pod's name."""
+    target = os.path.join(NETNS_DIR, name)
+    unname_netns(name)
+    os.makedirs(NETNS_DIR, exist_ok=True)
+    open(target, "w").close()
+    subprocess.run(["mount", "--bind", path, target], check=True, timeout=30)
+
+
+def unname_netns(name):
+    target = os.path.join(NETNS_DIR, name)
+    if os.path.exists(target):
+        subprocess.run(["umount", target], check=False, timeout=30, stderr=subprocess.DEVNULL)
+        os.unlink(target)
 
 
 def run(name, annotation, labels=None, sysctls=None):
-    """Run the pod; a pod this node already runs is left as it is. Once its
-    interfaces are made it is Ready, as the kubelet reports it."""
-    from pyroute2 import netns
-    os.makedirs(STATE, exist_ok=True)
-    done = os.path.join(STATE, name + ".json")
-    if os.path.exists(done) and name in netns.listnetns():
-        with open(done) as handle:
-            return json.load(handle)
+    """Run the pod; a pod whose sandbox runs is left as it is. A sandbox the
+    runtime holds but no longer runs (the node rebooted) is stopped and
+    removed first, and the next attempt made, as the kubelet does. Once its
+    sandbox runs the pod is Ready, as the kubelet reports it."""
+    runtime = cri.Runtime(RUNTIME)
     try:
-        api("POST", "/api/v1/namespaces/%s/pods" % NAMESPACE, {
+        pod = api("POST", "/api/v1/namespaces/%s/pods" % NAMESPACE, {
             "metadata": {"name": name, "annotations": {"ovnNetwork": annotation}, "labels": labels or {}},
             "spec": {"nodeName": socket.gethostname()}})
     except urllib.error.HTTPError as exc:
         if exc.code != 409:
             raise
         # the API has it (this node rebooted): a new sandbox for the same pod
-    if name not in netns.listnetns():
-        netns.create(name)
-    for key, value in sorted((sysctls or {}).items()):
-        # as the kubelet applies securityContext.sysctls, in the pod's namespace
-        subprocess.run(["ip", "netns", "exec", name, "sysctl", "-qw", "%s=%s" % (key, value)], check=True,
-                       timeout=30)
-    container_id = uuid.uuid4().hex
-    with open(os.path.join(STATE, name), "w") as handle:
-        handle.write(container_id)
-    result = cni("ADD", name, container_id)
+        pod = api("GET", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, name))
+    uid = pod["metadata"]["uid"]
+    attempt = 0
+    for old in sandboxes(runtime, name):
+        if old.get("state", cri.SANDBOX_READY) == cri.SANDBOX_READY and old.get("labels", {}).get(POD_UID) == uid:
+            name_netns(name, netns_path(runtime, old["id"]))
+            return summary(runtime, name, old["id"])
+        runtime.stop_pod_sandbox(old["id"])
+        runtime.remove_pod_sandbox(old["id"])
+        attempt = old["metadata"].get("attempt", 0) + 1
+    marks = {POD_NAME: name, POD_NAMESPACE: NAMESPACE, POD_UID: uid}
+    sandbox_id = runtime.run_pod_sandbox(cri.sandbox_config(
+        name, NAMESPACE, uid, attempt, labels=dict(labels or {}, **marks),
+        annotations=pod["metadata"].get("annotations"), sysctls=sysctls))
+    name_netns(name, netns_path(runtime, sandbox_id))
     api("PATCH", "/api/v1/namespaces/%s/pods/%s/status" % (NAMESPACE, name), {"status": {
         "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
         content_type="application/merge-patch+json")
-    summary = {"pod": name, "node": socket.gethostname(),
-               "ips": [ip["address"] for ip in (result or {}).get("ips", [])]}
-    with open(done, "w") as handle:
-        json.dump(summary, handle)
-    return summary
+    return summary(runtime, name, sandbox_id)
+
+
+def summary(runtime, name, sandbox_id):
+    network = runtime.pod_sandbox_status(sandbox_id, verbose=False)["status"].get("network", {})
+    ips = [network["ip"]] if network.get("ip") else []
+    return {"pod": name, "node": socket.gethostname(), "sandbox": sandbox_id,
+            "ips": ips + [extra["ip"] for extra in network.get("additional_ips", [])]}
 
 
 def delete(name, cni_del=True):
-    """The pod's CNI DEL (unless ``cni_del`` is false: the runtime lost
-    it), its namespace removed, and the pod deleted from the API."""
-    from pyroute2 import netns
-    path = os.path.join(STATE, name)
-    if os.path.exists(path) and cni_del:
-        with open(path) as handle:
-            cni("DEL", name, handle.read().strip())
-        os.unlink(path)
-    if os.path.exists(path + ".json") and cni_del:
-        os.unlink(path + ".json")
-    if name in netns.listnetns():
-        netns.remove(name)
+    """The pod's sandboxes stopped (the runtime's CNI DEL) and removed,
+    its name for the namespace dropped, and the pod deleted from the API.
+    Unless ``cni_del``: the runtime loses the pod, see :func:`vanish`."""
+    runtime = cri.Runtime(RUNTIME)
+    for sandbox in sandboxes(runtime, name):
+        if cni_del:
+            runtime.stop_pod_sandbox(sandbox["id"])
+            runtime.remove_pod_sandbox(sandbox["id"])
+        else:
+            vanish(runtime, sandbox["id"])
+    unname_netns(name)
     try:
         api("DELETE", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, name))
     except urllib.error.HTTPError as exc:
         if exc.code != 404:
             raise
     return {"pod": name, "deleted": True, "cni_del": cni_del}
+
+
+def vanish(runtime, sandbox_id):
+    """containerd loses the sandbox: its task killed and its container
+    deleted behind the CRI's back (``ctr``), containerd restarted so that
+    the CRI forgets it, and the namespace it had mounted unmounted. No CNI
+    DEL is ever called; the namespace, and with it the pod's end of each
+    veth, is gone."""
+    path = netns_path(runtime, sandbox_id)
+    ctr = ["ctr", "--address", RUNTIME, "--namespace", "k8s.io"]
+    for argv in (["task", "kill", "--signal", "SIGKILL", sandbox_id], ["task", "delete", "--force", sandbox_id],
+                 ["containers", "delete", sandbox_id]):
+        subprocess.run(ctr + argv, check=False, timeout=60, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(["systemctl", "restart", "containerd"], check=True, timeout=120)
+    subprocess.run(["umount", path], check=False, timeout=30, stderr=subprocess.DEVNULL)
+    if os.path.exists(path):
+        os.unlink(path)
 
 
 def register(address):

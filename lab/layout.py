@@ -188,7 +188,9 @@ class Layout:
                      "ansible_python_interpreter": "/usr/bin/python3",
                      "lab_api": self.api_url, "lab_api_dir": api_dir,
                      "cni_kubeconfig_content": "{{ lookup('ansible.builtin.file', lab_api_dir ~ '/node-agent.kubeconfig') }}",
-                     "watcher_kubeconfig_content": "{{ lookup('ansible.builtin.file', lab_api_dir ~ '/watcher.kubeconfig') }}"},
+                     "watcher_kubeconfig_content": "{{ lookup('ansible.builtin.file', lab_api_dir ~ '/watcher.kubeconfig') }}",
+                     # the lab's pods are made through containerd's CRI (lab/kubelet.py)
+                     "ovn4nfv_container_runtime": True},
             "hosts": dict((host, {"ansible_host": self.container(host)}) for host in self.hosts())}}
 
 

@@ -8,7 +8,7 @@ import json
 import os
 
 from lab import layout as seed
-from lab.host import HERE, exec_in, podman
+from lab.host import HERE, exec_in, kubelet_argv
 from lab.playbooks import playbook
 
 SYSCTLS = {"fwd-w2": {"net.ipv4.ip_forward": "1"}}
@@ -92,8 +92,7 @@ def run_pods(session, nodes=None):
 def kubelet(session, node, *argv):
     """lab/kubelet.py on ``node``; its JSON answer."""
     name = session.container(node)
-    podman("cp", os.path.join(HERE, "kubelet.py"), name + ":/usr/local/bin/lab-kubelet")
-    result = exec_in(name, "python3", "/usr/local/bin/lab-kubelet", *argv, check=False)
+    result = exec_in(name, *(kubelet_argv(name) + list(argv)), check=False)
     if result.returncode:
         print(underlay_state(session), flush=True)
         raise SystemExit("lab: kubelet %s on %s failed (exit %d): %s" % (

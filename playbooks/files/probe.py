@@ -68,12 +68,23 @@ def mirror_outputs():
 
 def pods(networks):
     """Each namespace under /run/netns with its addresses on ``networks``;
-    ``collector`` when one of its interfaces is a mirror's output."""
+    ``collector`` when one of its interfaces is a mirror's output. A
+    namespace with several names (containerd's ``cni-<id>``, and the pod's
+    own that the lab's kubelet adds) is one pod, under the name that is not
+    the runtime's."""
     subnets = dict((n["name"], ipaddress.ip_network(n["subnet"])) for n in networks)
     collectors = mirror_outputs()
     out = []
-    names = sorted(os.listdir(NETNS_DIR)) if os.path.isdir(NETNS_DIR) else []
+    names = sorted(os.listdir(NETNS_DIR), key=lambda n: (n.startswith("cni-"), n)) if os.path.isdir(NETNS_DIR) else []
+    seen = set()
     for name in names:
+        try:
+            stat = os.stat(os.path.join(NETNS_DIR, name))
+        except OSError:
+            continue
+        if (stat.st_dev, stat.st_ino) in seen:
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
         text = subprocess.run(["ip", "-n", name, "-j", "-4", "addr", "show"], check=False,
                               stdout=subprocess.PIPE, universal_newlines=True).stdout or "[]"
         addresses, collector = {}, False
@@ -86,7 +97,7 @@ def pods(networks):
                         addresses[net] = {"ip": str(ip), "interface": link["ifname"]}
         if addresses:
             out.append({"netns": name, "networks": addresses, "collector": collector})
-    return out
+    return sorted(out, key=lambda pod: pod["netns"])
 
 
 def spawn(work, *args):

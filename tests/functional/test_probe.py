@@ -81,3 +81,32 @@ def test_check_reports_each_link(probe):
     assert results["served"]["seen"] == "127.0.0.1"
     assert results["silent"]["ping"] and not results["silent"]["tcp"]
     assert "refused" in results["silent"]["error"].lower()
+
+
+def test_a_namespace_with_two_names_is_one_pod_under_the_pods_name():
+    """containerd names a pod's namespace ``cni-<id>`` and the lab's kubelet
+    binds the pod's own name onto it: ``pods`` lists it once, as the pod
+    (two entries made every ``serve`` fail with 'Address already in use')."""
+    from pyroute2 import NetNS, netns
+    tag = "%05d" % (os.getpid() % 100000)
+    runtime_name, pod_name = "cni-ovn4nfv-probe-" + tag, "probe-pod-" + tag
+    netns.create(runtime_name)
+    pod_path = os.path.join(probe_module.NETNS_DIR, pod_name)
+    try:
+        with NetNS(runtime_name) as ns:
+            ns.link("add", ifname="d0", kind="veth", peer="d1")
+            index = ns.link_lookup(ifname="d0")[0]
+            ns.addr("add", index=index, address="10.250.77.9", prefixlen=24)
+            ns.link("set", index=index, state="up")
+        open(pod_path, "w").close()
+        subprocess.run(["mount", "--bind", os.path.join(probe_module.NETNS_DIR, runtime_name), pod_path],
+                       check=True, timeout=30)
+        found = [p for p in probe_module.pods([{"name": "probe-net", "subnet": "10.250.77.0/24"}])
+                 if p["netns"] in (runtime_name, pod_name)]
+        assert found == [{"netns": pod_name, "networks": {"probe-net": {"ip": "10.250.77.9", "interface": "d0"}},
+                          "collector": False}]
+    finally:
+        subprocess.run(["umount", pod_path], check=False, timeout=30, stderr=subprocess.DEVNULL)
+        if os.path.exists(pod_path):
+            os.unlink(pod_path)
+        netns.remove(runtime_name)

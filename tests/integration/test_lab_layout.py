@@ -34,6 +34,7 @@ def test_the_example_is_the_seed_lab_and_its_connection_inventory():
         static = yaml.safe_load(handle)["all"]
     made = lay.connection_inventory("/unused")["all"]
     assert static["vars"]["lab_api"] == made["vars"]["lab_api"] == "https://192.168.33.10:6443"
+    assert static["vars"]["ovn4nfv_container_runtime"] is made["vars"]["ovn4nfv_container_runtime"] is True
     hosts = {}
     for group in static["children"].values():
         for host, values in (group.get("hosts") or {}).items():

@@ -1,10 +1,9 @@
-#!/usr/bin/python3
 """Make the pod sandbox image the container runtime's CRI runs for every
 pod (its "pause" image) from a static binary of Debian's, with nothing to
 download: an OCI image archive of one layer holding that binary, its
 entry point the binary with its arguments.
 
-    sandbox_image.py ARCHIVE NAME BINARY [ARG...]
+    python3 sandbox_image.py ARCHIVE NAME BINARY [ARG...]
 
 Debian's catatonit (``catatonit -P``: a process that waits, reaping
 nothing, as the pause container does) is the one the role uses. The
