@@ -148,13 +148,16 @@ def delete(name, cni_del=True):
     its name for the namespace dropped, and the pod deleted from the API.
     Unless ``cni_del``: the runtime loses the pod, see :func:`vanish`."""
     runtime = cri.Runtime(RUNTIME)
-    for sandbox in sandboxes(runtime, name):
-        if cni_del:
-            runtime.stop_pod_sandbox(sandbox["id"])
-            runtime.remove_pod_sandbox(sandbox["id"])
-        else:
-            vanish(runtime, sandbox["id"])
-    unname_netns(name)
+    try:
+        for sandbox in sandboxes(runtime, name):
+            if cni_del:
+                runtime.stop_pod_sandbox(sandbox["id"])
+                runtime.remove_pod_sandbox(sandbox["id"])
+            else:
+                vanish(runtime, sandbox["id"])
+    finally:
+        # the name alone would keep the namespace alive
+        unname_netns(name)
     try:
         api("DELETE", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, name))
     except urllib.error.HTTPError as exc:

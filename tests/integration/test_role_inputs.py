@@ -32,11 +32,17 @@ CASES = [
     ("container_runtime", {"container_runtime_sandbox_args": ["-P; rm -rf /"]}, "container_runtime_sandbox_args ("),
     ("container_runtime", {"container_runtime_cni_conf_dir": "/etc/cni/net.d\" x"},
      "container_runtime_cni_conf_dir: "),
+    # a trailing newline passes a pattern that ends in $ (re.match): it would
+    # end a TOML string, or start a second command
+    ("container_runtime", {"container_runtime_sandbox_args": ["-P\n", "/usr/bin/rm", "-rf", "/var/lib/containerd"]},
+     "container_runtime_sandbox_args ("),
+    ("container_runtime", {"container_runtime_cni_bin_dir": "/opt/cni/bin\n"}, "container_runtime_cni_bin_dir: "),
+    ("cni", {"cni_bin_dir": "/opt/cni/bin\n"}, "cni_bin_dir: "),
     ("container_runtime", {"container_runtime_snapshotter": "zfs"}, "value of container_runtime_snapshotter must be one of"),
 ]
 
 
-def run_role(tmp_path, collections_path, role, extra, tasks_from="main"):
+def run_role(tmp_path, collections_path, role, extra, tasks_from="main", check=False):
     play = [{"hosts": "localhost", "gather_facts": False, "connection": "local",
              "vars": dict(GOOD[role], **extra),
              "tasks": [{"name": "the role", "ansible.builtin.include_role": {
@@ -46,13 +52,17 @@ def run_role(tmp_path, collections_path, role, extra, tasks_from="main"):
     home = str(tmp_path / "home")
     os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
     return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                           str(path)], env=ansible_env(collections_path, home), capture_output=True, text=True,
+                           str(path)] + (["--check"] if check else []), env=ansible_env(collections_path, home),
+                          capture_output=True, text=True,
                           timeout=300, check=False)
 
 
 @pytest.mark.parametrize("role, extra, words", CASES, ids=["%s-%d" % (c[0], i) for i, c in enumerate(CASES)])
 def test_a_bad_input_is_refused_by_name_before_anything_changes(tmp_path, collections_path, role, extra, words):
-    proc = run_role(tmp_path, collections_path, role, extra)
+    # --check: a check that lets the value through must not leave the
+    # role's files on the machine the tests run on (the refusal is an
+    # assert, which runs in check mode as in a real run)
+    proc = run_role(tmp_path, collections_path, role, extra, check=True)
     assert proc.returncode != 0, proc.stdout
     assert words in proc.stdout, proc.stdout[-3000:]
     assert "changed=0" in proc.stdout and "ok=" in proc.stdout, proc.stdout[-2000:]
