@@ -14,7 +14,7 @@ import time
 import netaddr
 import pytest
 
-from tests.harness.cni_env import Env
+from tests.harness.cni_env import running
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cni
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from tests.harness.cni_runtime import call
@@ -26,12 +26,8 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, collections_path):
-    environment = Env(str(tmp_path_factory.mktemp("cni-agent")), collections_path)
-    try:
+    with running(str(tmp_path_factory.mktemp("cni-agent")), collections_path) as environment:
         yield environment
-    finally:
-        environment.stop()
-    assert environment.api.denied == [], "the agent asked for what its RBAC manifest does not grant"
 
 
 TWO = ({"name": "net1", "interface": "net0"},

@@ -19,7 +19,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cni
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.node_agent import veth_alias
 from tests.harness import collection, cri
-from tests.harness.cni_env import Env
+from tests.harness.cni_env import running
 from tests.harness.containerd_env import CACHE, Containerd, recorded, recorder
 
 TWO = ({"name": "net1", "interface": "net0"}, {"name": "net2", "interface": "net1"})
@@ -28,12 +28,8 @@ ETH0 = ({"name": "net1", "interface": "eth0"},)
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, collections_path):
-    environment = Env(str(tmp_path_factory.mktemp("cri")), collections_path)
-    try:
+    with running(str(tmp_path_factory.mktemp("cri")), collections_path) as environment:
         yield environment
-    finally:
-        environment.stop()
-    assert environment.api.denied == [], "the agent asked for what its RBAC manifest does not grant"
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,18 @@ NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "routes": [{"dst": "10.2
             {"name": "macvlan-net", "subnet": "172.16.30.0/24", "provider": "macvlan.default"}]
 
 
+@contextlib.contextmanager
+def running(tmp, collections, **agent_settings):
+    """An :class:`Env` for a test module, stopped after it; the node agent
+    must not have asked the API for anything its RBAC manifest withholds."""
+    environment = Env(tmp, collections, **agent_settings)
+    try:
+        yield environment
+    finally:
+        environment.stop()
+    assert environment.api.denied == [], "the agent asked for what its RBAC manifest does not grant"
+
+
 class Env:
     def __init__(self, tmp, collections, **agent_settings):
         self.tmp = tmp
