@@ -67,10 +67,14 @@ def kubelet_argv(name):
     ``name``, the client where the kubelet imports it from
     (``tests.harness.cri``, as everywhere); the command that runs the
     kubelet there."""
-    harness = KUBELET_DIR + "/tests/harness"
-    exec_in(name, "sh", "-c", "mkdir -p %s && touch %s/../__init__.py %s/__init__.py" % (harness, harness, harness))
-    podman("cp", os.path.join(HERE, "kubelet.py"), "%s:%s/kubelet.py" % (name, KUBELET_DIR))
-    podman("cp", os.path.join(ROOT, "tests", "harness", "cri.py"), "%s:%s/cri.py" % (name, harness))
+    staged = os.path.join(STATE, "kubelet")
+    harness = os.path.join(staged, "tests", "harness")
+    os.makedirs(harness, exist_ok=True)
+    for package in (os.path.dirname(harness), harness):
+        open(os.path.join(package, "__init__.py"), "w").close()
+    shutil.copy(os.path.join(HERE, "kubelet.py"), staged)
+    shutil.copy(os.path.join(ROOT, "tests", "harness", "cri.py"), harness)
+    podman("cp", staged + "/.", "%s:%s" % (name, KUBELET_DIR))     # one copy of the tree, as before of the file
     return ["python3", KUBELET_DIR + "/kubelet.py"]
 
 

@@ -50,8 +50,6 @@ CREDENTIALS = "/etc/ovn4nfv-lab"
 NAMESPACE = "default"
 RUNTIME = "/run/containerd/containerd.sock"
 NETNS_DIR = "/run/netns"
-# the labels the kubelet puts on a pod's sandboxes
-POD_NAME, POD_NAMESPACE, POD_UID = "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.pod.uid"
 
 
 def api_url():
@@ -75,14 +73,8 @@ def api(method, path, body=None, content_type="application/json"):
 
 def sandboxes(runtime, name):
     """The pod's sandboxes the runtime holds, oldest attempt first."""
-    found = runtime.list_pod_sandbox(labels={POD_NAME: name, POD_NAMESPACE: NAMESPACE})
+    found = runtime.list_pod_sandbox(labels={cri.POD_NAME: name, cri.POD_NAMESPACE: NAMESPACE})
     return sorted(found, key=lambda s: s["metadata"].get("attempt", 0))
-
-
-def netns_path(runtime, sandbox_id):
-    """The network namespace containerd made for the sandbox."""
-    info = json.loads(runtime.pod_sandbox_status(sandbox_id)["info"]["info"])
-    return [n["path"] for n in info["runtimeSpec"]["linux"]["namespaces"] if n["type"] == "network"][0]
 
 
 def name_netns(name, path):
@@ -119,25 +111,27 @@ def run(name, annotation, labels=None, sysctls=None):
     uid = pod["metadata"]["uid"]
     attempt = 0
     for old in sandboxes(runtime, name):
-        if old.get("state", cri.SANDBOX_READY) == cri.SANDBOX_READY and old.get("labels", {}).get(POD_UID) == uid:
-            name_netns(name, netns_path(runtime, old["id"]))
-            return summary(runtime, name, old["id"])
+        running = old.get("state", cri.SANDBOX_READY) == cri.SANDBOX_READY
+        if running and old.get("labels", {}).get(cri.POD_UID) == uid:
+            return named(name, old["id"], runtime.pod_sandbox_status(old["id"]))
         runtime.stop_pod_sandbox(old["id"])
         runtime.remove_pod_sandbox(old["id"])
         attempt = old["metadata"].get("attempt", 0) + 1
-    marks = {POD_NAME: name, POD_NAMESPACE: NAMESPACE, POD_UID: uid}
     sandbox_id = runtime.run_pod_sandbox(cri.sandbox_config(
-        name, NAMESPACE, uid, attempt, labels=dict(labels or {}, **marks),
-        annotations=pod["metadata"].get("annotations"), sysctls=sysctls))
-    name_netns(name, netns_path(runtime, sandbox_id))
+        name, NAMESPACE, uid, attempt, labels=labels, annotations=pod["metadata"].get("annotations"),
+        sysctls=sysctls))
+    made = named(name, sandbox_id, runtime.pod_sandbox_status(sandbox_id))
     api("PATCH", "/api/v1/namespaces/%s/pods/%s/status" % (NAMESPACE, name), {"status": {
         "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
         content_type="application/merge-patch+json")
-    return summary(runtime, name, sandbox_id)
+    return made
 
 
-def summary(runtime, name, sandbox_id):
-    network = runtime.pod_sandbox_status(sandbox_id, verbose=False)["status"].get("network", {})
+def named(name, sandbox_id, status):
+    """The sandbox's namespace named after the pod; what the pod runs
+    with, from its (verbose) PodSandboxStatus answer ``status``."""
+    name_netns(name, cri.netns_path(status))
+    network = status["status"].get("network", {})
     ips = [network["ip"]] if network.get("ip") else []
     return {"pod": name, "node": socket.gethostname(), "sandbox": sandbox_id,
             "ips": ips + [extra["ip"] for extra in network.get("additional_ips", [])]}
@@ -172,7 +166,7 @@ def vanish(runtime, sandbox_id):
     the CRI forgets it, and the namespace it had mounted unmounted. No CNI
     DEL is ever called; the namespace, and with it the pod's end of each
     veth, is gone."""
-    path = netns_path(runtime, sandbox_id)
+    path = cri.netns_path(runtime.pod_sandbox_status(sandbox_id))
     ctr = ["ctr", "--address", RUNTIME, "--namespace", "k8s.io"]
     for argv in (["task", "kill", "--signal", "SIGKILL", sandbox_id], ["task", "delete", "--force", sandbox_id],
                  ["containers", "delete", sandbox_id]):

@@ -71,14 +71,13 @@ state = "{d}/state"
     bin_dir = "{d}/bin"
     conf_dir = "{d}/net.d"
 """
-# per call, in D/calls: <time>-<pid>.env and .stdin; then the plugin itself
-RECORDER = """#!/bin/sh
+# per call, in a calls directory: <time>-<pid>.env and .stdin; then what follows
+RECORDING = """#!/bin/sh
 at={calls}/$(date +%s%N)-$$
 env > "$at.env"
 cat > "$at.stdin"
-exec {plugin} < "$at.stdin"
+{then}
 """
-UID_LABEL = "io.kubernetes.pod.uid"
 
 
 def _archive(directory):
@@ -90,15 +89,24 @@ def _archive(directory):
     return path
 
 
-def recorder(directory, plugin, name="ovn4nfv"):
-    """A wrapper in ``directory`` that writes down what it is passed there
-    and becomes ``plugin``. Returns (its path, a function that reads the
-    calls made so far, as :meth:`Containerd.calls`)."""
-    path = os.path.join(directory, name)
+def _recording(path, calls, then):
+    """A program at ``path`` that writes down in ``calls`` what it is
+    passed (environment, stdin), then runs the shell line ``then``."""
     with open(path, "w") as handle:
-        handle.write(RECORDER.format(calls=directory, plugin=plugin))
+        handle.write(RECORDING.format(calls=calls, then=then))
     os.chmod(path, 0o755)
-    return path, lambda: recorded(directory)
+    return path
+
+
+def recorder(directory, plugin, name="ovn4nfv", calls=None):
+    """A wrapper in ``directory`` that writes down what it is passed (in
+    ``calls``, by default ``directory``) and becomes ``plugin`` (``exec``,
+    so that a caller's signals and its wait reach the plugin). Returns (its
+    path, a function that reads the calls made so far, as
+    :meth:`Containerd.calls`)."""
+    calls = calls or directory
+    return (_recording(os.path.join(directory, name), calls, 'exec %s < "$at.stdin"' % plugin),
+            lambda: recorded(calls))
 
 
 def catcher(directory, name="ovn4nfv"):
@@ -106,12 +114,7 @@ def catcher(directory, name="ovn4nfv"):
     (environment, stdin) in ``directory`` and answers ``{}``: what a
     caller passes, without a plugin run. Returns (its path, a function
     that reads the calls made so far, as :meth:`Containerd.calls`)."""
-    path = os.path.join(directory, name)
-    with open(path, "w") as handle:
-        handle.write("#!/bin/sh\nat=%s/$(date +%%s%%N)-$$\nenv > \"$at.env\"\ncat > \"$at.stdin\"\necho '{}'\n" %
-                     directory)
-    os.chmod(path, 0o755)
-    return path, lambda: recorded(directory)
+    return _recording(os.path.join(directory, name), directory, "echo '{}'"), lambda: recorded(directory)
 
 
 def recorded(directory):
@@ -175,9 +178,7 @@ class Containerd:
         if record:
             real = os.path.join(self.bin_dir, "ovn4nfv-real")
             os.rename(self.plugin, real)
-            with open(self.plugin, "w") as handle:
-                handle.write(RECORDER.format(calls=self.calls_dir, plugin=real))
-            os.chmod(self.plugin, 0o755)
+            recorder(self.bin_dir, real, calls=self.calls_dir)
         os.symlink("/usr/lib/cni/loopback", os.path.join(self.bin_dir, "loopback"))
         self.network = dict(stand_in_config(self.env, self.calls_dir), **(network or {}))
         with open(os.path.join(conf_dir, "10-ovn4nfv.conf"), "w") as handle:
@@ -257,9 +258,7 @@ class Containerd:
         (``uid``: another UID than the object's); the sandbox's id."""
         meta = obj["metadata"]
         uid = uid or meta["uid"]
-        config = cri.sandbox_config(meta["name"], meta["namespace"], uid, attempt=attempt, labels={
-            "io.kubernetes.pod.name": meta["name"], "io.kubernetes.pod.namespace": meta["namespace"],
-            UID_LABEL: uid})
+        config = cri.sandbox_config(meta["name"], meta["namespace"], uid, attempt=attempt)
         runtime = cri.Runtime(self.socket, timeout=timeout) if timeout else self.runtime
         try:
             sandbox = runtime.run_pod_sandbox(config)
@@ -277,7 +276,7 @@ class Containerd:
     def of_pod(self, uid):
         """The pod's sandboxes, as the kubelet lists them: {id: state}."""
         return dict((s["id"], s.get("state", cri.SANDBOX_READY))
-                    for s in self.runtime.list_pod_sandbox(labels={UID_LABEL: uid}))
+                    for s in self.runtime.list_pod_sandbox(labels={cri.POD_UID: uid}))
 
     def status(self, sandbox):
         """PodSandboxStatus: (status, info: pid, cniResult, runtimeSpec...)."""
@@ -286,8 +285,7 @@ class Containerd:
 
     def netns(self, sandbox):
         """The sandbox's network namespace, the path containerd passes as CNI_NETNS."""
-        _status, info = self.status(sandbox)
-        return next(n["path"] for n in info["runtimeSpec"]["linux"]["namespaces"] if n["type"] == "network")
+        return cri.netns_path(self.runtime.pod_sandbox_status(sandbox))
 
     def stop_sandbox(self, sandbox):
         self.runtime.stop_pod_sandbox(sandbox)

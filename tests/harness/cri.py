@@ -10,6 +10,8 @@ the protobuf and grpcio of the venv as with Debian's (the lab's nodes).
 Requests and answers are dicts, with the proto's field names.
 """
 
+import json
+
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
@@ -54,6 +56,8 @@ METHODS = {name: (name + "Request", name + "Response")
            for name in ("Version", "RunPodSandbox", "StopPodSandbox", "RemovePodSandbox", "PodSandboxStatus",
                         "ListPodSandbox")}
 SANDBOX_READY, SANDBOX_NOTREADY = 0, 1
+# the labels a kubelet puts on every sandbox of a pod
+POD_NAME, POD_NAMESPACE, POD_UID = "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.pod.uid"
 
 _F = descriptor_pb2.FieldDescriptorProto
 SCALARS = {"string": _F.TYPE_STRING, "uint32": _F.TYPE_UINT32, "int32": _F.TYPE_INT32, "int64": _F.TYPE_INT64,
@@ -146,7 +150,17 @@ class Runtime:
 
 def sandbox_config(name, namespace, uid, attempt=0, labels=None, annotations=None, sysctls=None):
     """The PodSandboxConfig a kubelet sends for a pod: its metadata, its
-    labels and annotations, and its sysctls (securityContext.sysctls)."""
+    labels with the kubelet's own (:data:`POD_NAME`, :data:`POD_NAMESPACE`,
+    :data:`POD_UID`), its annotations, and its sysctls
+    (securityContext.sysctls)."""
+    marks = {POD_NAME: name, POD_NAMESPACE: namespace, POD_UID: uid}
     return {"metadata": {"name": name, "namespace": namespace, "uid": uid, "attempt": attempt},
-            "hostname": name, "labels": dict(labels or {}), "annotations": dict(annotations or {}),
+            "hostname": name, "labels": dict(labels or {}, **marks), "annotations": dict(annotations or {}),
             "linux": {"sysctls": dict(sysctls or {})}}
+
+
+def netns_path(status):
+    """The network namespace the runtime made for a sandbox (what it passes
+    as CNI_NETNS), from its verbose PodSandboxStatus answer."""
+    info = json.loads(status["info"]["info"])
+    return next(n["path"] for n in info["runtimeSpec"]["linux"]["namespaces"] if n["type"] == "network")
