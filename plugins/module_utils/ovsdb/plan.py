@@ -182,14 +182,17 @@ def plan(resource, items, state, view, scope=None):
                                                  resource.delete_ops(cur)))
                 continue
             cols = resource.wanted_cols(item, cur, state)
-            after = resource_config(resource, cols, cur.parent if cur else None, item)
             if cur is None:
+                after = resource_config(resource, cols, None, item)
                 result.changes.append(Change("create", resource.label(key), None, after,
                                              resource.create_ops(item, cols, parent_row, view)))
-            else:
-                ops = resource.update_ops(cur, cols, view)
-                result.changes.append(Change("update", resource.label(key),
-                                             current_config(resource, cur), after, ops))
+                continue
+            ops = resource.update_ops(cur, cols, view)
+            if ops:
+                # an object already as declared is not reported: its
+                # before and after (two configs apiece) are not made
+                result.changes.append(Change("update", resource.label(key), current_config(
+                    resource, cur), resource_config(resource, cols, cur.parent, item), ops))
         except ValidationError as exc:
             problems.extend(exc.problems)
     if problems:

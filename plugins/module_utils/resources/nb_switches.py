@@ -14,6 +14,7 @@ from ..common.naming import in_range, ovn_name
 from ..ovsdb.connection import NB_SCHEMA
 from ..ovsdb.fields import Field
 from ..ovsdb.resource import Parent, Resource
+from ..ovsdb.view import cell
 from .nb_common import check_maps, external_ids_field, required_name
 
 
@@ -155,8 +156,10 @@ class LogicalSwitchPort(Resource):
         if state == "deleted":
             return
         switch = view.one("Logical_Switch", item["switch"], where + ".switch", "switch")
-        subnet = switch.other_config.get("subnet")
-        if subnet and item.get("_static_ips"):
+        if not item.get("_static_ips"):
+            return
+        subnet = cell(switch, "other_config").get("subnet")
+        if subnet:
             net = addressing.parse_cidr(subnet, "switch subnet")
             for field, value, ip in item["_static_ips"]:
                 if ip.version == 4:
