@@ -39,6 +39,7 @@ from ..common.marks import (
     CHAIN_ADDRESS_SET_PREFIX, K_CHAIN, K_CHAIN_FAIL, K_CHAIN_FUNCTION, K_CHAIN_HELD, K_CHAIN_HOP, K_CHAIN_SELECTOR,
     K_CHAIN_SPEC, OWNER_KEY, OWNER_VALUE)
 from ..common.naming import interface_name, in_range
+from ..common.selectors import label_map
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.execution import Batch
 from ..ovsdb.plan import plan, validate_config
@@ -53,24 +54,11 @@ DEFAULT_PRIORITY = 1000
 OPTIONS = ("name", "source_network", "destination_network", "destination_prefixes", "source_selector",
            "namespace", "functions", "fail_open", "priority")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,48}[a-z0-9])?\Z")
-_LABEL = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
-_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 
 
 def address_set_name(chain):
     """``$ovn4nfv_chain_<name>``: OVN's names take no ``-``; chain names no ``_``."""
     return CHAIN_ADDRESS_SET_PREFIX + chain.replace("-", "_")
-
-
-def _selector(value, where):
-    if not isinstance(value, dict) or not value:
-        raise ValidationError("%s: %r is not a non-empty mapping of labels" % (where, value))
-    for key, val in value.items():
-        if not isinstance(key, str) or not _LABEL.match(key):
-            raise ValidationError("%s: %r is not a label key" % (where, key))
-        if not isinstance(val, str) or not _VALUE.match(val):
-            raise ValidationError("%s.%s: %r is not a label value" % (where, key, val))
-    return dict(sorted(value.items()))
 
 
 def _side(value, where):
@@ -100,7 +88,7 @@ def check_chain(item, where):
                                    for i, p in enumerate(item.get("destination_prefixes") or [])]
     out["namespace"] = item.get("namespace") or "default"
     if item.get("source_selector") is not None:
-        out["source_selector"] = _selector(item["source_selector"], where + ".source_selector")
+        out["source_selector"] = label_map(item["source_selector"], where + ".source_selector")
     functions = item.get("functions")
     if not isinstance(functions, list) or not functions:
         raise ValidationError("%s.functions: a chain needs at least one function" % where)
@@ -112,7 +100,7 @@ def check_chain(item, where):
         extra = sorted(set(function) - {"selector", "left", "right"})
         if extra:
             raise ValidationError("%s: unknown options %s" % (field, ", ".join(extra)))
-        out["functions"].append({"selector": _selector(function.get("selector"), field + ".selector"),
+        out["functions"].append({"selector": label_map(function.get("selector"), field + ".selector"),
                                  "left": _side(function.get("left"), field + ".left"),
                                  "right": _side(function.get("right"), field + ".right")})
     out["fail_open"] = bool(item.get("fail_open", False))

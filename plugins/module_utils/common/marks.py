@@ -130,6 +130,10 @@ UPLINK_PROGRAM = "ovn4nfv-uplink"
 UPLINK_UNIT = "ovn4nfv-uplink@"
 PICTURE_MARK = "ovn4nfv-picture"
 VETH_ALIAS_PREFIX = "ovn4nfv "
+# a virtual network named in a MultiNetworkPolicy's policy-for annotation,
+# as <this>/<network>, beside Multus' <namespace>/<attachment> (tenants
+# write it in their policies: it outlives every release)
+VIRTUAL_NETWORK_SCOPE = "ovn4nfv.k8s"
 
 # --------------------------------------------------------------------------
 # The contract: each mark's kind, where it is, who writes it, who reads it
@@ -260,4 +264,7 @@ CONTRACT = {
                           "the node agent (ADD)", "the node agent (DEL: which veths are the container's)"),
     "PICTURE_MARK": (KIND_NAME, "the comment an SVG picture carries (with its digest)", "cluster/picture.py (digest)",
                      "cluster/picture.py (page), the picture module (unchanged picture, no rewrite)"),
+    "VIRTUAL_NETWORK_SCOPE": (KIND_NAME, "a MultiNetworkPolicy's k8s.v1.cni.cncf.io/policy-for annotation, "
+                              "as <scope>/<network>", "tenants (their policies)",
+                              "cluster/policy_model.py (parse_policy_for)"),
 }
