@@ -167,7 +167,7 @@ def ping(netns, address, count=3, wait=2):
 
 TCP_SERVER = r"""
 import socket, sys
-srv = socket.socket()
+srv = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind((sys.argv[1], int(sys.argv[2])))
 srv.listen(1)
@@ -191,7 +191,7 @@ print(conn.recv(100).decode())
 
 def tcp_exchange(server_ns, client_ns, address, port, timeout=10, bind=None, server_port=None):
     """Run a one-shot TCP server in ``server_ns`` and a client in
-    ``client_ns``. Returns (client's reply, source address the server saw),
+    ``client_ns`` (IPv4 or IPv6, as ``address`` is). Returns (client's reply, source address the server saw),
     or (None, None) when no connection was made within ``timeout``. The
     server listens on ``address``:``port`` unless ``bind`` and
     ``server_port`` say otherwise (a VIP's backend)."""

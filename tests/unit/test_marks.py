@@ -38,7 +38,7 @@ WRITTEN = {
     "ovn4nfv-chain-function", "ovn4nfv-chain-spec", "ovn4nfv-chain-fail", "ovn4nfv_chain_", "ovn4nfv-tap",
     "ovn4nfv-tap-source", "ovn4nfv-tap:", "ovn4nfv-tap-", "ovn4nfv-uplink", "ovn4nfv", "ovn4nfv-ipam",
     "/run/ovn4nfv/agent.sock", "ovn4nfv-watcher", "ovn4nfv-node-agent", "ovn4nfv-uplink@",
-    "ovn4nfv-picture", "ovn4nfv ",
+    "ovn4nfv-picture", "ovn4nfv ", "ovn4nfv_mnp_", "ovn4nfv_deny_",
 }
 
 

@@ -118,6 +118,15 @@ TAP_MIRROR_PREFIX = "ovn4nfv-tap-"
 K_UPLINK = "ovn4nfv-uplink"
 
 # --------------------------------------------------------------------------
+# Policies: a tenant's MultiNetworkPolicy, a network's default deny
+# --------------------------------------------------------------------------
+
+# port groups: one per policy, one per network and direction that a policy
+# isolates (OVN's names are identifiers in matches: '_', no '-')
+POLICY_GROUP_PREFIX = "ovn4nfv_mnp_"
+DENY_GROUP_PREFIX = "ovn4nfv_deny_"
+
+# --------------------------------------------------------------------------
 # Names outside the databases: CNI configurations, the node, the API, files
 # --------------------------------------------------------------------------
 
@@ -264,6 +273,10 @@ CONTRACT = {
                           "the node agent (ADD)", "the node agent (DEL: which veths are the container's)"),
     "PICTURE_MARK": (KIND_NAME, "the comment an SVG picture carries (with its digest)", "cluster/picture.py (digest)",
                      "cluster/picture.py (page), the picture module (unchanged picture, no rewrite)"),
+    "POLICY_GROUP_PREFIX": (KIND_PREFIX, "Port_Group.name of a policy's group (and its address sets' names)",
+                            "the watcher (cluster/policy_render.py)", "the watcher, the audit, the trace"),
+    "DENY_GROUP_PREFIX": (KIND_PREFIX, "Port_Group.name of a network's default-deny group, per direction",
+                          "the watcher (cluster/policy_render.py)", "the watcher, the audit, the trace"),
     "VIRTUAL_NETWORK_SCOPE": (KIND_NAME, "a MultiNetworkPolicy's k8s.v1.cni.cncf.io/policy-for annotation, "
                               "as <scope>/<network>", "tenants (their policies)",
                               "cluster/policy_model.py (parse_policy_for)"),
