@@ -2,13 +2,14 @@
 
 A node (ovs-vswitchd, userspace datapath, and ovn-controller in a
 namespace) with three pods on one virtual network; policies checked by
-``policy_model`` and rendered by ``policy_render``, the rows written as
-the renderer names them, and real TCP between the pods' namespaces. What
-these tests pin down is the renderer: that its matches are OVN's syntax
-(ovn-controller, which compiles them, reads every one) and mean what the policy means, in the
-bands it puts them. Until the composite kind that writes policies exists
-(issue 33's next step), the rows are written here with ovn-nbctl, exactly
-as rendered; that kind will then write them and these tests stay.
+``policy_model`` and rendered by ``policy_render``, the rows written
+by the product's resources (port groups, their ACLs, address sets, a
+switch's ACL) as the renderer names them, and real TCP between the pods'
+namespaces. What these tests pin down is the renderer: that its matches
+are OVN's syntax (ovn-controller, which compiles them, reads every one)
+and mean what the policy means, in the bands it puts them. Which pods a
+policy selects and which addresses its peers hold is given here: that is
+the watcher's to resolve (issue 33's next step), and these tests stay.
 """
 
 import os
@@ -24,6 +25,9 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_acls import (
+    PortGroup, PortGroupACL, SwitchACL)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_policies import AddressSet
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
 from tests.harness.dataplane import Node, tcp_exchange
@@ -75,19 +79,15 @@ def policy(spec, name="web"):
                                       "annotations": {POLICY_FOR: "ovn4nfv.k8s/" + NET}}, "spec": spec})
 
 
-def nbctl(node, *args):
-    return node.box.nbctl(*args)
+def write(node, resource, config, state="merged"):
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, resource.tables) as db:
+        return reconcile(resource, config, state, db)
 
 
-def add_acl(node, table, record, acl):
-    args = ["--", "--id=@acl", "create", "ACL", "direction=" + acl["direction"], "priority=%d" % acl["priority"],
-            "match=%s" % _quoted(acl["match"]), "action=" + acl["action"], "name=" + _quoted(acl["name"])]
-    args += ["options:%s=%s" % kv for kv in acl["options"].items()]
-    nbctl(node, *(args + ["--", "add", table, record, "acls", "@acl"]))
-
-
-def _quoted(text):
-    return '"%s"' % text.replace('"', '\\"')
+def acl_item(acl, **parent):
+    item = dict((k, acl[k]) for k in ("direction", "priority", "match", "action", "name", "options"))
+    item.update(parent)
+    return item
 
 
 def enforce(node, policies=(), members=None, peers=None, isolated=None, anchor=True):
@@ -95,28 +95,29 @@ def enforce(node, policies=(), members=None, peers=None, isolated=None, anchor=T
     ``members[key]``; rule peers' addresses ``peers[(key, direction,
     index)]``), the network's default deny for the pods ``isolated[
     direction]``, and the anchor; everything a previous test wrote goes
-    first."""
-    nbctl(node, "--", "--all", "destroy", "Port_Group", "--", "--all", "destroy", "Address_Set",
-          "--", "clear", "Logical_Switch", NET, "acls")
+    first (``overridden``: the product's rows only)."""
+    write(node, PortGroup(), [], "overridden")
+    write(node, AddressSet(addresses=True), [], "overridden")
+    write(node, SwitchACL(), [], "overridden")
+    groups, sets, acls = [], [], []
     for checked in policies:
         group = render.policy_group(checked.key)
-        nbctl(node, "pg-add", group, *[port(p) for p in members[checked.key]])
+        groups.append({"name": group, "ports": [port(p) for p in members[checked.key]]})
         for direction in (INGRESS, EGRESS):
             for index, _rule in enumerate(checked.rules(direction)):
                 chosen = (peers or {}).get((checked.key, direction, index), ())
-                for family, column in ((4, 1), (6, 2)):
-                    addresses = [PODS[p][column] for p in chosen]
-                    nbctl(node, "create", "Address_Set", "name=" + render.peer_set(group, direction, index, family),
-                          *(["addresses=" + ",".join(_quoted(a) for a in addresses)] if addresses else []))
-        for acl in render.policy_acls(checked):
-            add_acl(node, "Port_Group", group, acl)
+                sets.extend({"name": render.peer_set(group, direction, index, family),
+                             "addresses": [PODS[p][column] for p in chosen]} for family, column in ((4, 1), (6, 2)))
+        acls.extend(acl_item(acl, group=group) for acl in render.policy_acls(checked))
     for direction, pods in (isolated or {}).items():
         group = render.deny_group(NET, direction)
-        nbctl(node, "pg-add", group, *[port(p) for p in pods])
-        for acl in render.deny_acls(NET, direction):
-            add_acl(node, "Port_Group", group, acl)
+        groups.append({"name": group, "ports": [port(p) for p in pods]})
+        acls.extend(acl_item(acl, group=group) for acl in render.deny_acls(NET, direction))
+    write(node, PortGroup(), groups)
+    write(node, AddressSet(addresses=True), sets)
+    write(node, PortGroupACL(), acls)
     if anchor and isolated:
-        add_acl(node, "Logical_Switch", NET, render.anchor_acl(NET, GATEWAY4, GATEWAY6))
+        write(node, SwitchACL(), [acl_item(render.anchor_acl(NET, GATEWAY4, GATEWAY6), switch=NET)])
     node.wait_hv()
     # ovn-controller compiles each match into flows, and says so when it cannot
     with open(os.path.join(node.box.dir, "ovn-controller.log")) as handle:

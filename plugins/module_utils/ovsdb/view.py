@@ -148,7 +148,8 @@ class View:
         then on."""
         self._count += 1
         row = NewRow(table, "row%d" % self._count, values)
-        if "name" in values:
+        # a name column that is a string (ACL's is an optional one: a list)
+        if isinstance(values.get("name"), str):
             self._pending[(table, values["name"])] = row
             if (table, "name") in self._by_name:
                 self._by_name[(table, "name")][values["name"]] = row
