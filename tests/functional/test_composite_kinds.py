@@ -23,7 +23,9 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import chains, networks, remote_mirrors, wiring
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import (
+    chains, multi_policies, networks, remote_mirrors, wiring)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import POLICY_FOR, check_policy
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import NETWORK_KEY
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import port_mirrors
@@ -70,6 +72,17 @@ def port_tap_item(name, variant):
     return {"name": "pk-" + name, "source": {"port": "pk-nosuch-%d" % variant}, "collector": {"port": "pk-col"}}
 
 
+def policy_item(name, variant):
+    """A tenant's policy as the watcher resolves it (no pod selected here:
+    the rows are the policy's own; the default deny is the dataplane's)."""
+    checked = check_policy({"metadata": {"namespace": "pk", "name": "pk-" + name,
+                                         "annotations": {POLICY_FOR: "ovn4nfv.k8s/pk-base1"}},
+                            "spec": {"podSelector": {}, "ingress": [
+                                {"from": [{"podSelector": {}}], "ports": [{"port": 80 + variant}]}]}})
+    return {"name": checked.key, "policy": checked, "switches": ["pk-base1"], "members": [],
+            "peers": {("ingress", 0): ["172.31.1.%d" % (10 + variant)]}}
+
+
 # kind: (database, plan function, item maker, the option naming an object)
 KINDS = {
     "networks": ("nb", lambda v, items, state: networks.plan_networks(v, items, state, "ovn"), network_item),
@@ -77,6 +90,7 @@ KINDS = {
     "chains": ("nb", chains.plan_chains, chain_item),
     "remote_taps": ("nb", remote_mirrors.plan_taps, remote_tap_item),
     "port_taps": ("ovs", port_mirrors.plan_taps, port_tap_item),
+    "policies": ("nb", multi_policies.plan_policies, policy_item),
 }
 
 
@@ -118,12 +132,16 @@ class World:
                 "merged", "ovn"), write=True)
         base = self.snapshot()
         # Rows of another tool: a switch that looks like a network but is
-        # not the product's, a router, an address set, a policy, a mirror.
+        # not the product's, a router, an address set, a policy, a mirror,
+        # a port group and ACLs.
         self.box.run(*nbctl, "ls-add", "pk-foreign", "--", "set", "Logical_Switch", "pk-foreign",
                      "external_ids:%s=pk-foreign" % NETWORK_KEY, "other_config:subnet=10.77.0.0/24")
         self.box.run(*nbctl, "lsp-add", "pk-foreign", "pk-foreign-port")
         self.box.run(*nbctl, "lr-add", "pk-foreign-router")
         self.box.run(*nbctl, "create", "Address_Set", "name=pk_foreign", "addresses=10.77.0.5")
+        self.box.run(*nbctl, "pg-add", "pk_foreign_pg", "pk-foreign-port")
+        self.box.run(*nbctl, "acl-add", "pk_foreign_pg", "to-lport", "100", "outport == @pk_foreign_pg", "drop")
+        self.box.run(*nbctl, "acl-add", "pk-foreign", "to-lport", "100", "ip4.src == 10.77.0.1", "allow-related")
         self.box.run(*nbctl, "lr-policy-add", "pk-foreign-router", "50", "ip4.src == 10.77.0.0/24", "allow")
         self.box.run(*nbctl, "create", "Mirror", "name=pk-foreign", "type=gre", "index=9", "filter=to-lport",
                      "sink=192.0.2.99")
@@ -139,7 +157,8 @@ class World:
                 for table, rows in tables.items() if table not in VOLATILE and table != "Open_vSwitch")
 
     def nb(self):
-        return ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, TABLES + chains.TABLES + remote_mirrors.TABLES)
+        return ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA,
+                              TABLES + chains.TABLES + remote_mirrors.TABLES + multi_policies.TABLES)
 
     def ovs(self):
         return ovsdb.Database(self.box.ovs_db, ovsdb.OVS_SCHEMA, port_mirrors.TABLES)
@@ -185,7 +204,8 @@ def owned(world, kind, database):
 
 
 def names_of(gathered):
-    return set(g.get("name") or g.get("node") for g in gathered)
+    """The objects' names (a policy's without its namespace)."""
+    return set((g.get("name") or g.get("node")).split("/")[-1] for g in gathered)
 
 
 TASK = st.tuples(st.sampled_from(sorted(KINDS)), st.sampled_from(STATES),

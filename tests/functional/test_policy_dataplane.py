@@ -1,15 +1,16 @@
-"""The policy renderer's ACLs on the real data plane (``cluster/policy_render.py``).
+"""Tenants' policies on the real data plane (``cluster/policy_render.py``,
+``cluster/multi_policies.py``).
 
 A node (ovs-vswitchd, userspace datapath, and ovn-controller in a
 namespace) with three pods on one virtual network; policies checked by
-``policy_model`` and rendered by ``policy_render``, the rows written
-by the product's resources (port groups, their ACLs, address sets, a
-switch's ACL) as the renderer names them, and real TCP between the pods'
-namespaces. What these tests pin down is the renderer: that its matches
-are OVN's syntax (ovn-controller, which compiles them, reads every one)
-and mean what the policy means, in the bands it puts them. Which pods a
-policy selects and which addresses its peers hold is given here: that is
-the watcher's to resolve (issue 33's next step), and these tests stay.
+``policy_model``, planned by the product's composite kind (port groups,
+their ACLs, address sets, the network's default deny and conntrack
+anchor), and real TCP between the pods' namespaces. What these tests pin
+down: that the rendered matches are OVN's syntax (ovn-controller, which
+compiles them, reads every one) and mean what the policy means, in the
+bands they are put in. Which pods a policy selects and which addresses its
+peers hold is given here: that is the watcher's to resolve (issue 33's
+next step), and these tests stay.
 """
 
 import os
@@ -17,17 +18,15 @@ import os
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import policy_render as render
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.multi_policies import (
+    TABLES as TABLES_POLICIES, plan_policies)
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import (
-    EGRESS, INGRESS, POLICY_FOR, check_policy)
+    INGRESS, POLICY_FOR, check_policy)
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_acls import (
-    PortGroup, PortGroupACL, SwitchACL)
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_policies import AddressSet
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
 from tests.harness.dataplane import Node, tcp_exchange
@@ -79,45 +78,16 @@ def policy(spec, name="web"):
                                       "annotations": {POLICY_FOR: "ovn4nfv.k8s/" + NET}}, "spec": spec})
 
 
-def write(node, resource, config, state="merged"):
-    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, resource.tables) as db:
-        return reconcile(resource, config, state, db)
-
-
-def acl_item(acl, **parent):
-    item = dict((k, acl[k]) for k in ("direction", "priority", "match", "action", "name", "options"))
-    item.update(parent)
-    return item
-
-
-def enforce(node, policies=(), members=None, peers=None, isolated=None, anchor=True):
-    """Write what the renderer makes of ``policies`` (selecting the pods
-    ``members[key]``; rule peers' addresses ``peers[(key, direction,
-    index)]``), the network's default deny for the pods ``isolated[
-    direction]``, and the anchor; everything a previous test wrote goes
-    first (``overridden``: the product's rows only)."""
-    write(node, PortGroup(), [], "overridden")
-    write(node, AddressSet(addresses=True), [], "overridden")
-    write(node, SwitchACL(), [], "overridden")
-    groups, sets, acls = [], [], []
-    for checked in policies:
-        group = render.policy_group(checked.key)
-        groups.append({"name": group, "ports": [port(p) for p in members[checked.key]]})
-        for direction in (INGRESS, EGRESS):
-            for index, _rule in enumerate(checked.rules(direction)):
-                chosen = (peers or {}).get((checked.key, direction, index), ())
-                sets.extend({"name": render.peer_set(group, direction, index, family),
-                             "addresses": [PODS[p][column] for p in chosen]} for family, column in ((4, 1), (6, 2)))
-        acls.extend(acl_item(acl, group=group) for acl in render.policy_acls(checked))
-    for direction, pods in (isolated or {}).items():
-        group = render.deny_group(NET, direction)
-        groups.append({"name": group, "ports": [port(p) for p in pods]})
-        acls.extend(acl_item(acl, group=group) for acl in render.deny_acls(NET, direction))
-    write(node, PortGroup(), groups)
-    write(node, AddressSet(addresses=True), sets)
-    write(node, PortGroupACL(), acls)
-    if anchor and isolated:
-        write(node, SwitchACL(), [acl_item(render.anchor_acl(NET, GATEWAY4, GATEWAY6), switch=NET)])
+def enforce(node, *items):
+    """Plan the policies ``items`` (``(policy, selected pods, {(direction,
+    rule index): peer pods})``) with the product's composite kind, as the
+    only ones (``overridden``), and wait until ovn-controller has them."""
+    resolved = [(str(i), {"name": checked.key, "policy": checked, "switches": [NET],
+                          "members": [port(p) for p in pods],
+                          "peers": dict((k, [a for p in v for a in PODS[p][1:]]) for k, v in (peers or {}).items())})
+                for i, (checked, pods, peers) in enumerate(items)]
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES_POLICIES) as db:
+        execute(db, lambda view: plan_policies(view, resolved, "overridden"), write=True)
     node.wait_hv()
     # ovn-controller compiles each match into flows, and says so when it cannot
     with open(os.path.join(node.box.dir, "ovn-controller.log")) as handle:
@@ -131,19 +101,26 @@ def talk(node, client, server, port_number=8080, family=4):
     return reply is not None
 
 
+DENY_IN = {"podSelector": {}, "ingress": []}
+DENY_EG = {"podSelector": {}, "policyTypes": ["Egress"], "egress": []}
+
+
 def test_an_ingress_deny_keeps_the_replies_of_the_pod_s_own_connections(node):
-    enforce(node, isolated={INGRESS: ["c"]})
+    enforce(node, (policy(DENY_IN), ["c"], None))
     assert not talk(node, "a", "c"), "nothing is allowed in to an isolated pod"
     assert talk(node, "c", "a"), "the replies of c's own connection come back (ovn-kubernetes #5667)"
     assert talk(node, "a", "d"), "another pod of the network is not isolated"
     # the negative control: without the anchor the switch has no conntrack,
     # and the replies look new to the default deny
-    enforce(node, isolated={INGRESS: ["c"]}, anchor=False)
+    node.box.nbctl("acl-del", NET)
+    node.wait_hv()
     assert not talk(node, "c", "a"), "without the anchor the replies are dropped: the anchor is what lets them in"
+    enforce(node, (policy(DENY_IN), ["c"], None))
+    assert talk(node, "c", "a"), "the next plan puts the anchor back"
 
 
 def test_an_egress_deny_leaves_ingress_alone(node):
-    enforce(node, isolated={EGRESS: ["c"]})
+    enforce(node, (policy(DENY_EG), ["c"], None))
     assert not talk(node, "c", "a"), "nothing is allowed out of an egress-isolated pod"
     assert talk(node, "a", "c"), "ingress is untouched, and c's replies pass (ovn-kubernetes #4071)"
 
@@ -152,8 +129,7 @@ def test_a_pod_selector_peer_and_a_port_range_allow_exactly_that(node):
     checked = policy({"podSelector": {"matchLabels": {"app": "web"}},
                       "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "cli"}}}],
                                    "ports": [{"port": 8000, "endPort": 8080}]}]})
-    enforce(node, [checked], members={checked.key: ["c"]}, peers={(checked.key, INGRESS, 0): ["a"]},
-            isolated={INGRESS: ["c"]})
+    enforce(node, (checked, ["c"], {(INGRESS, 0): ["a"]}))
     assert talk(node, "a", "c", 8080) and talk(node, "a", "c", 8000), "the range's both ends are allowed"
     assert talk(node, "a", "c", 8080, family=6), "the peer's IPv6 address is in the rule's IPv6 set"
     assert not talk(node, "a", "c", 8081), "a port past endPort is refused"
@@ -163,7 +139,7 @@ def test_a_pod_selector_peer_and_a_port_range_allow_exactly_that(node):
 def test_an_ip_block_admits_its_cidr_less_its_excepts(node):
     checked = policy({"podSelector": {}, "ingress": [
         {"from": [{"ipBlock": {"cidr": "172.16.1.0/24", "except": ["172.16.1.13/32"]}}]}]}, name="block")
-    enforce(node, [checked], members={checked.key: ["c"]}, isolated={INGRESS: ["c"]})
+    enforce(node, (checked, ["c"], None))
     assert talk(node, "a", "c"), "inside the cidr"
     assert not talk(node, "d", "c"), "inside an except"
     assert not talk(node, "a", "c", family=6), "the block is IPv4: IPv6 stays denied"

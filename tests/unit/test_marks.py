@@ -39,6 +39,7 @@ WRITTEN = {
     "ovn4nfv-tap-source", "ovn4nfv-tap:", "ovn4nfv-tap-", "ovn4nfv-uplink", "ovn4nfv", "ovn4nfv-ipam",
     "/run/ovn4nfv/agent.sock", "ovn4nfv-watcher", "ovn4nfv-node-agent", "ovn4nfv-uplink@",
     "ovn4nfv-picture", "ovn4nfv ", "ovn4nfv_mnp_", "ovn4nfv_deny_",
+    "ovn4nfv-policy", "ovn4nfv-policy-spec", "ovn4nfv-policy-rule", "ovn4nfv-default-deny", "policy-conntrack",
 }
 
 

@@ -125,6 +125,17 @@ K_UPLINK = "ovn4nfv-uplink"
 # isolates (OVN's names are identifiers in matches: '_', no '-')
 POLICY_GROUP_PREFIX = "ovn4nfv_mnp_"
 DENY_GROUP_PREFIX = "ovn4nfv_deny_"
+# a policy's rows (its port group, ACLs, address sets): <namespace>/<name>
+K_POLICY = "ovn4nfv-policy"
+# on its port group: the policy as rendered (canonical JSON, with the
+# switches it was resolved to): what changed is found without the API
+K_POLICY_SPEC = "ovn4nfv-policy-spec"
+# on its ACLs and address sets: which rule (ingress/0, egress/2)
+K_POLICY_RULE = "ovn4nfv-policy-rule"
+# a network's default-deny port group and its ACLs: the direction (with NETWORK_KEY)
+K_DEFAULT_DENY = "ovn4nfv-default-deny"
+# the conntrack anchor ACL of a network with isolated ports (a ROLE)
+ROLE_ACL_ANCHOR = "policy-conntrack"
 
 # --------------------------------------------------------------------------
 # Names outside the databases: CNI configurations, the node, the API, files
@@ -277,6 +288,16 @@ CONTRACT = {
                             "the watcher (cluster/policy_render.py)", "the watcher, the audit, the trace"),
     "DENY_GROUP_PREFIX": (KIND_PREFIX, "Port_Group.name of a network's default-deny group, per direction",
                           "the watcher (cluster/policy_render.py)", "the watcher, the audit, the trace"),
+    "K_POLICY": (KIND_KEY, "a policy's Port_Group, ACL and Address_Set rows", "the watcher (cluster/multi_policies.py)",
+                 "cluster/multi_policies.py (read, what a plan may change), the audit, the trace"),
+    "K_POLICY_SPEC": (KIND_KEY, "a policy's Port_Group", "the watcher (cluster/multi_policies.py)",
+                      "cluster/multi_policies.py (read: the policy as rendered, its switches)"),
+    "K_POLICY_RULE": (KIND_KEY, "a policy's ACL and Address_Set rows", "the watcher (cluster/multi_policies.py)",
+                      "the audit, the trace (which rule)"),
+    "K_DEFAULT_DENY": (KIND_KEY, "a network's default-deny Port_Group and its ACLs (beside NETWORK_KEY)",
+                       "the watcher (cluster/multi_policies.py)", "cluster/multi_policies.py, the audit, the trace"),
+    "ROLE_ACL_ANCHOR": (KIND_VALUE, "ROLE on the ACL of a switch that keeps its conntrack on",
+                        "the watcher (cluster/multi_policies.py)", "cluster/multi_policies.py, the audit"),
     "VIRTUAL_NETWORK_SCOPE": (KIND_NAME, "a MultiNetworkPolicy's k8s.v1.cni.cncf.io/policy-for annotation, "
                               "as <scope>/<network>", "tenants (their policies)",
                               "cluster/policy_model.py (parse_policy_for)"),
