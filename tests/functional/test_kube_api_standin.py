@@ -1,7 +1,10 @@
 """The stand-in API server speaks the protocol the official Kubernetes
 client expects: list, watch from a resourceVersion, 410 Gone, merge
-patch, events, and 500s when told to."""
+patch, events, and 500s when told to; namespaces are objects with labels;
+MultiNetworkPolicies are served as their CRD serves them (pruning, type
+validation, generation)."""
 
+import json
 import ssl
 import urllib.error
 import urllib.request
@@ -11,7 +14,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons import kube
-from tests.harness.kube_api_standin import KubeAPIStandIn, service_account_user
+from tests.harness.kube_api_standin import KubeAPIStandIn, request_attributes, service_account_user
 
 
 @pytest.fixture
@@ -189,3 +192,249 @@ def test_endpointslices_and_pod_readiness(api, tmp_path):
     pod = server.pod("default", "p")
     assert pod["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
     assert pod["metadata"]["labels"] == {"app": "x"}, "the status subresource changes only the status"
+
+
+def _watch(function, *args, rv):
+    """The events of a watch from ``rv``, ending after a second: (type, kind, name)."""
+    seen = []
+    for event in watch.Watch().stream(function, *args, resource_version=rv, timeout_seconds=1):
+        obj = event["object"]
+        meta = obj["metadata"] if isinstance(obj, dict) else obj.metadata
+        seen.append((event["type"], meta["name"] if isinstance(obj, dict) else meta.name))
+    return seen
+
+
+def test_namespaces_are_objects_with_labels(api):
+    """Namespaces are created (with labels, over POST as kubectl would),
+    relabelled and watched; each has the label the server sets, which no
+    write takes away; a pod in a namespace never created makes it first."""
+    server, core = api
+    made = core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+        name="blue", labels={"tenant": "blue"})))
+    assert made.metadata.uid and made.status.phase == "Active"
+    assert made.metadata.labels == {"tenant": "blue", "kubernetes.io/metadata.name": "blue"}
+    with pytest.raises(ApiException) as err:
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="blue")))
+    assert err.value.status == 409
+    with pytest.raises(KeyError):
+        server.create_namespace("blue")
+    listed = core.list_namespace()
+    assert [n.metadata.name for n in listed.items] == ["blue"]
+    rv = listed.metadata.resource_version
+
+    server.label_namespace("blue", {"tenant": "green", "kubernetes.io/metadata.name": "other"})
+    server.label_namespace("blue", {"tenant": "green"})           # as it is: no event
+    server.create_namespace("red", {"team": "r"})
+    server.create_pod("green", "a")                               # its namespace first
+    assert _watch(core.list_namespace, rv=rv) == [("MODIFIED", "blue"), ("ADDED", "red"), ("ADDED", "green")]
+    assert core.read_namespace("blue").metadata.labels == {"tenant": "green",
+                                                            "kubernetes.io/metadata.name": "blue"}
+    assert core.read_namespace("green").metadata.labels == {"kubernetes.io/metadata.name": "green"}
+    kinds = [(t, o["kind"], o["metadata"]["name"]) for _rv, t, o in server.history]
+    assert kinds.index(("ADDED", "Namespace", "green")) < kinds.index(("ADDED", "Pod", "a"))
+    assert [n["metadata"]["name"] for n in server.namespaces()] == ["blue", "green", "red"]
+    with pytest.raises(ApiException) as err:
+        core.read_namespace("nowhere")
+    assert err.value.status == 404
+
+    # a pod's labels replaced, as a tenant's relabelling
+    rv = core.list_pod_for_all_namespaces().metadata.resource_version
+    server.set_labels("green", "a", {"app": "web"})
+    assert _watch(core.list_pod_for_all_namespaces, rv=rv) == [("MODIFIED", "a")]
+    assert core.read_namespaced_pod("a", "green").metadata.labels == {"app": "web"}
+
+    # deleted: Terminating, what is in it, then the namespace
+    rv = core.list_namespace().metadata.resource_version
+    server.delete_namespace("green")
+    assert _watch(core.list_namespace, rv=rv) == [("MODIFIED", "green"), ("DELETED", "green")]
+    assert server.pod("green", "a") is None
+
+
+GROUP, VERSION, PLURAL = "k8s.cni.cncf.io", "v1beta1", "multi-networkpolicies"
+
+
+def _policy(name, spec, namespace=None, annotations=None):
+    meta = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": GROUP + "/" + VERSION, "kind": "MultiNetworkPolicy", "metadata": meta, "spec": spec}
+
+
+def _post(server, path, body, query=""):
+    request = urllib.request.Request(server.url + path + query, method="POST", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": "Bearer " + server.admin_token})
+    context = ssl.create_default_context(cafile=server.ca_file)
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            return response.status, json.loads(response.read()), response.headers.get_all("Warning") or []
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read()), []
+
+
+def test_multi_network_policies_are_served_as_the_crd_serves_them(api):
+    """MultiNetworkPolicy (k8s.cni.cncf.io/v1beta1) through the official
+    client's custom objects API: create (201, 409), list (cluster-wide and
+    namespaced), get, watch, merge patch, delete; the server's metadata
+    (uid, generation), and nothing in v1beta2."""
+    server, core = api
+    custom = client.CustomObjectsApi(core.api_client)
+    spec = {"podSelector": {"matchLabels": {"app": "db"}}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 5432}]}]}
+    code, made, _warnings = _post(server, "/apis/k8s.cni.cncf.io/v1beta1/namespaces/blue/multi-networkpolicies",
+                                  _policy("db", spec, annotations={"k8s.v1.cni.cncf.io/policy-for": "blue/net"}))
+    assert code == 201, made
+    assert made["metadata"]["uid"] and made["metadata"]["creationTimestamp"] and made["metadata"]["resourceVersion"]
+    assert (made["metadata"]["namespace"], made["metadata"]["generation"]) == ("blue", 1)
+    assert made["spec"] == spec and "status" not in made
+    assert [n.metadata.name for n in core.list_namespace().items] == ["blue"], "its namespace, made first"
+    with pytest.raises(ApiException) as err:
+        custom.create_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, _policy("db", spec))
+    assert err.value.status == 409 and json.loads(err.value.body)["reason"] == "AlreadyExists"
+    server.create_policy("red", "web", {"podSelector": {}})
+    listed = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+    assert listed["kind"] == "MultiNetworkPolicyList" and listed["apiVersion"] == "k8s.cni.cncf.io/v1beta1"
+    assert [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in listed["items"]] == [
+        ("blue", "db"), ("red", "web")]
+    assert [p["metadata"]["name"] for p in custom.list_namespaced_custom_object(
+        GROUP, VERSION, "red", PLURAL)["items"]] == ["web"]
+    got = custom.get_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db")
+    assert got["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/policy-for": "blue/net"}
+    rv = listed["metadata"]["resourceVersion"]
+
+    # generation: +1 for a change of the spec, not for the metadata's, nor for nothing
+    patched = custom.patch_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db", {
+        "spec": {"ingress": [{"ports": [{"port": 5433}]}]}})
+    assert patched["metadata"]["generation"] == 2 and patched["spec"]["ingress"] == [{"ports": [{"port": 5433}]}]
+    annotated = custom.patch_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db", {
+        "metadata": {"annotations": {"note": "x"}}})
+    assert annotated["metadata"]["generation"] == 2
+    assert annotated["metadata"]["resourceVersion"] != patched["metadata"]["resourceVersion"]
+    again = custom.patch_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db", {
+        "metadata": {"annotations": {"note": "x"}}})
+    assert again["metadata"]["resourceVersion"] == annotated["metadata"]["resourceVersion"], "a no-op"
+    with pytest.raises(ApiException) as err:       # written against an older version
+        custom.patch_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db", {
+            "metadata": {"resourceVersion": patched["metadata"]["resourceVersion"]}, "spec": {"podSelector": {}}})
+    assert err.value.status == 409
+    assert server.update_policy("red", "web", spec={"podSelector": {"matchLabels": {"a": "b"}}})[
+        "metadata"]["generation"] == 2
+    assert server.update_policy("red", "web", annotations={"k": "v"})["metadata"]["generation"] == 2
+
+    deleted = custom.delete_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db")
+    assert deleted["metadata"]["name"] == "db"
+    for attempt in (lambda: custom.get_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db"),
+                    lambda: custom.delete_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db"),
+                    lambda: custom.patch_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "db", {}),
+                    lambda: custom.list_cluster_custom_object(GROUP, "v1beta2", PLURAL),
+                    lambda: custom.create_namespaced_custom_object(GROUP, "v1beta2", "red", PLURAL, dict(
+                        _policy("web", {"podSelector": {}}), apiVersion=GROUP + "/v1beta2")),
+                    lambda: custom.get_namespaced_custom_object(GROUP, "v1beta2", "red", PLURAL, "web")):
+        with pytest.raises(ApiException) as err:
+            attempt()
+        assert err.value.status == 404
+    server.delete_policy("red", "web")
+    assert _watch(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL, rv=rv) == [
+        ("MODIFIED", "db"), ("MODIFIED", "db"), ("MODIFIED", "web"), ("MODIFIED", "web"),
+        ("DELETED", "db"), ("DELETED", "web")]
+
+
+def test_multi_network_policies_are_pruned_and_type_checked(api):
+    """As a structural CRD: fields the schema does not declare are dropped
+    (with the server's warning; refused under fieldValidation=Strict),
+    endPort and a named port are kept, a value of the wrong type is a 422
+    naming the field, and semantics are not checked (a reversed range, a
+    bad CIDR are stored)."""
+    server, core = api
+    custom = client.CustomObjectsApi(core.api_client)
+    path = "/apis/k8s.cni.cncf.io/v1beta1/namespaces/blue/multi-networkpolicies"
+    spec = {"podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a"], "x": 1}]},
+            "unknownField": True,
+            "egress": [{"to": [{"ipBlock": {"cidr": "not a cidr", "except": []}, "peer": "?"}],
+                        "ports": [{"port": 9000, "endPort": 8000, "flavour": "x"}, {"port": "http"}]}]}
+    code, made, warnings = _post(server, path, dict(_policy("p", spec), status={"ok": True}))
+    assert code == 201, made
+    assert made["spec"] == {
+        "podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a"]}]},
+        "egress": [{"to": [{"ipBlock": {"cidr": "not a cidr", "except": []}}],
+                    "ports": [{"port": 9000, "endPort": 8000}, {"port": "http"}]}]}
+    assert "status" not in made
+    # as kube-apiserver's Warning headers: 299 - "<text>"
+    assert sorted(json.loads(w.partition("299 - ")[2]) for w in warnings) == sorted('unknown field "%s"' % f for f in (
+        "spec.podSelector.matchExpressions[0].x", "spec.unknownField", "spec.egress[0].to[0].peer",
+        "spec.egress[0].ports[0].flavour", "status")), warnings
+    assert server.create_policy("blue", "q", {"podSelector": {}, "extra": 1})["spec"] == {"podSelector": {}}
+    code, body, _warnings = _post(server, path, _policy("strict", {"podSelector": {}, "extra": 1}),
+                                  "?fieldValidation=Strict")
+    assert code == 400 and 'unknown field "spec.extra"' in body["message"]
+
+    for spec, field, message in (
+            ({"podSelector": {}, "ingress": [{"ports": [{"port": 80, "endPort": "90"}]}]},
+             "spec.ingress[0].ports[0].endPort", 'Invalid value: "string"'),
+            ({"podSelector": {}, "ingress": [{"ports": [{"port": {"n": 1}}]}]},
+             "spec.ingress[0].ports[0].port", 'Invalid value: "object"'),
+            ({"podSelector": {}, "ingress": {"ports": []}}, "spec.ingress", 'Invalid value: "object"'),
+            ({"podSelector": {"matchLabels": {"a": 1}}}, "spec.podSelector.matchLabels.a",
+             'Invalid value: "integer"'),
+            ({"podSelector": {}, "policyTypes": "Ingress"}, "spec.policyTypes", 'Invalid value: "string"'),
+            ({"podSelector": {}, "egress": [{"to": [{"ipBlock": {"except": []}}]}]},
+             "spec.egress[0].to[0].ipBlock.cidr", "Required value"),
+            ({"ingress": []}, "spec.podSelector", "Required value")):
+        with pytest.raises(ApiException) as err:
+            custom.create_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, _policy("bad", spec))
+        status = json.loads(err.value.body)
+        assert err.value.status == 422 and status["reason"] == "Invalid", status
+        assert "%s: %s" % (field, message) in status["message"], status["message"]
+        assert [c["field"] for c in status["details"]["causes"]] == [field]
+        with pytest.raises(ValueError):
+            server.create_policy("blue", "bad", spec)
+    with pytest.raises(ApiException) as err:       # a patch is checked as well
+        custom.patch_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "p", {
+            "spec": {"egress": [{"ports": [{"endPort": "x"}]}]}})
+    assert err.value.status == 422 and "spec.egress[0].ports[0].endPort: Invalid value" in err.value.body
+    assert custom.get_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "p")["metadata"]["generation"] == 1
+    assert sorted(p["metadata"]["name"] for p in custom.list_cluster_custom_object(
+        GROUP, VERSION, PLURAL)["items"]) == ["p", "q"]
+
+
+def test_policies_and_namespaces_are_authorized_by_resource(tmp_path):
+    """RBAC sees multi-networkpolicies in k8s.cni.cncf.io and namespaces in
+    the core group, as kube-apiserver's request info resolver names them."""
+    assert request_attributes("GET", "/apis/k8s.cni.cncf.io/v1beta1/multi-networkpolicies", {"watch": "true"}) == (
+        "watch", "k8s.cni.cncf.io", "multi-networkpolicies", None, None)
+    assert request_attributes("PATCH", "/apis/k8s.cni.cncf.io/v1beta1/namespaces/blue/multi-networkpolicies/p",
+                              {}) == ("patch", "k8s.cni.cncf.io", "multi-networkpolicies", "blue", "p")
+    assert request_attributes("GET", "/api/v1/namespaces", {}) == ("list", "", "namespaces", None, None)
+    assert request_attributes("GET", "/api/v1/namespaces/blue", {}) == ("get", "", "namespaces", "blue", "blue")
+    server = KubeAPIStandIn(rbac=())
+    try:
+        server.apply({"kind": "List", "items": [
+            {"kind": "ClusterRole", "metadata": {"name": "reader"}, "rules": [
+                {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["multi-networkpolicies"], "verbs": ["list", "watch"]},
+                {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]}]},
+            {"kind": "ClusterRoleBinding", "metadata": {"name": "reader"},
+             "roleRef": {"kind": "ClusterRole", "name": "reader"},
+             "subjects": [{"kind": "ServiceAccount", "name": "w", "namespace": "kube-system"}]}]})
+        server.create_policy("blue", "p", {"podSelector": {}})
+        api_client = config.new_client_from_config(server.kubeconfig(str(tmp_path / "kc"), "kube-system/w"))
+        custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
+        listed = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+        assert [p["metadata"]["name"] for p in listed["items"]] == ["p"]
+        server.create_policy("blue", "q", {"podSelector": {}})
+        assert _watch(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL,
+                      rv=listed["metadata"]["resourceVersion"]) == [("ADDED", "q")]
+        assert [n.metadata.name for n in core.list_namespace().items] == ["blue"]
+        for attempt in (lambda: custom.get_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "p"),
+                        lambda: custom.delete_namespaced_custom_object(GROUP, VERSION, "blue", PLURAL, "p"),
+                        lambda: core.list_namespace(watch=True, timeout_seconds=1),
+                        lambda: core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="x")))):
+            with pytest.raises(ApiException) as err:
+                attempt()
+            assert err.value.status == 403
+        assert [(d["verb"], d["group"], d["resource"]) for d in server.denied] == [
+            ("get", "k8s.cni.cncf.io", "multi-networkpolicies"), ("delete", "k8s.cni.cncf.io", "multi-networkpolicies"),
+            ("watch", "", "namespaces"), ("create", "", "namespaces")]
+    finally:
+        server.stop()

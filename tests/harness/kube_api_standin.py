@@ -10,7 +10,7 @@ resources the watcher uses, and nothing more:
   ``timeoutSeconds``; ``410 Gone`` (an ``ERROR`` event with code 410, as the
   real server sends it) when that version has been compacted away; get;
   patch (JSON merge patch, and strategic merge patch treated as one, which
-  is exact for annotations);
+  is exact for annotations); create (``POST``), delete;
 * events: create, list;
 * pods' status: patch (``/pods/<name>/status``), as the kubelet reports
   readiness;
@@ -23,14 +23,34 @@ resources the watcher uses, and nothing more:
   delete; a slice names its Service in the label
   ``kubernetes.io/service-name``;
 * network-attachment-definitions (``k8s.cni.cncf.io/v1``): get, list;
-* namespaces: get, list (every namespace a pod or NAD was created in);
+* namespaces (cluster-scoped objects): list, watch, get, create (``POST``,
+  with labels), patch (their labels), delete; each carries the label
+  ``kubernetes.io/metadata.name`` as the server sets it. An object created
+  in a namespace that does not exist creates it first (an ``ADDED``
+  Namespace before the object's), as a cluster has the namespace before its
+  pods;
+* multi-networkpolicies (``k8s.cni.cncf.io/v1beta1``, the
+  MultiNetworkPolicy CRD; v1beta2 is not served): list (all namespaces or
+  one), watch, get, create (201, 409), patch (JSON merge patch only, as
+  for any custom resource; 409 for an older ``metadata.resourceVersion``),
+  delete (200 with the object). As a structural CRD's server does, fields
+  the schema (:data:`POLICY_SCHEMA`) does not declare are pruned, with a
+  ``Warning`` header (400 under ``fieldValidation=Strict``), a value of the
+  wrong JSON type or a missing required field is a 422 naming the field,
+  and nothing is checked beyond the types (a reversed port range or a bad
+  CIDR is stored); ``metadata.generation`` is 1 at create and grows with
+  every change of ``spec`` only; there is no status;
 * nodes (cluster-scoped): list, get, create (as each kubelet registers its
   node, with the ``kubernetes.io/hostname`` label and the node's
   addresses), delete.
 
 Tests drive it in-process: :meth:`KubeAPIStandIn.create_pod`,
-:meth:`delete_pod`, :meth:`compact` (expire every older resourceVersion,
-ending open watches with a 410), :meth:`drop_watches` (end open watches
+:meth:`delete_pod`, :meth:`set_labels` (a pod's), :meth:`create_namespace`,
+:meth:`label_namespace`, :meth:`delete_namespace`, :meth:`create_policy`,
+:meth:`update_policy`, :meth:`delete_policy` (MultiNetworkPolicies, through
+the same pruning and validation as over HTTP) -- of these, a write that
+changes nothing makes no event, as with a real server --, :meth:`compact`
+(expire every older resourceVersion, ending open watches with a 410), :meth:`drop_watches` (end open watches
 without a word), :meth:`fail_next` (answer 500 for a while), :meth:`go_away`
 and :meth:`come_back` (stop listening, then listen again on the same port).
 It listens on 127.0.0.1 unless told otherwise.
@@ -79,13 +99,14 @@ from urllib.parse import parse_qs, urlparse
 
 _POD = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/pods(?:/(?P<name>[^/]+))?$")
 _EVENTS = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/events$")
-_NAMESPACE = re.compile(r"^/api/v1/namespaces(?:/(?P<name>[^/]+))?$")
+_NAMESPACE = re.compile(r"^/api/v1(?P<ns>)/namespaces(?:/(?P<name>[^/]+))?$")     # cluster-scoped
 _POD_STATUS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/status$")
 _SERVICE = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/services(?:/(?P<name>[^/]+))?$")
 _SLICE = re.compile(r"^/apis/discovery.k8s.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                     r"/endpointslices(?:/(?P<name>[^/]+))?$")
 API_VERSIONS = {"EndpointSlice": "discovery.k8s.io/v1",
-                "NetworkAttachmentDefinition": "k8s.cni.cncf.io/v1"}
+                "NetworkAttachmentDefinition": "k8s.cni.cncf.io/v1",
+                "MultiNetworkPolicy": "k8s.cni.cncf.io/v1beta1"}
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 # The API server parses booleans with Go's strconv.ParseBool; older Python
 # clients (Debian 12's 22.6) send "True".
@@ -93,6 +114,42 @@ _GO_TRUE = ("1", "t", "T", "true", "TRUE", "True")
 _NODE = re.compile(r"^/api/v1(?P<ns>)/nodes(?:/(?P<name>[^/]+))?$")     # cluster-scoped: no namespace
 _NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                   r"/network-attachment-definitions(?:/(?P<name>[^/]+))?$")
+_POLICY = re.compile(r"^/apis/k8s.cni.cncf.io/v1beta1(?:/namespaces/(?P<ns>[^/]+))?"
+                     r"/multi-networkpolicies(?:/(?P<name>[^/]+))?$")
+# What a 404 names, as the real server does: the resource (and its group).
+_RESOURCE_NAMES = {"Pod": "pods", "Service": "services", "Node": "nodes", "Namespace": "namespaces",
+                   "EndpointSlice": "endpointslices.discovery.k8s.io",
+                   "NetworkAttachmentDefinition": "network-attachment-definitions.k8s.cni.cncf.io",
+                   "MultiNetworkPolicy": "multi-networkpolicies.k8s.cni.cncf.io"}
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+# The MultiNetworkPolicy CRD's structural schema (k8snetworkplumbingwg/
+# multi-networkpolicy scheme.yml, v1beta1, as served since v1.0.1 with
+# endPort), reduced to what pruning and type validation read: "type",
+# "properties", "additionalProperties", "items", "required", and
+# "int-or-string" for x-kubernetes-int-or-string.
+_LABEL_SELECTOR = {"type": "object", "properties": {
+    "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+    "matchExpressions": {"type": "array", "items": {
+        "type": "object", "required": ["key", "operator"], "properties": {
+            "key": {"type": "string"}, "operator": {"type": "string"},
+            "values": {"type": "array", "items": {"type": "string"}}}}}}}
+_POLICY_PORTS = {"type": "array", "items": {"type": "object", "properties": {
+    "protocol": {"type": "string"}, "port": {"int-or-string": True}, "endPort": {"type": "integer"}}}}
+_POLICY_PEERS = {"type": "array", "items": {"type": "object", "properties": {
+    "podSelector": _LABEL_SELECTOR, "namespaceSelector": _LABEL_SELECTOR,
+    "ipBlock": {"type": "object", "required": ["cidr"], "properties": {
+        "cidr": {"type": "string"}, "except": {"type": "array", "items": {"type": "string"}}}}}}}
+POLICY_SCHEMA = {"type": "object", "properties": {
+    "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+    "metadata": {"type": "object"},           # ObjectMeta: the server's, not the schema's
+    "spec": {"type": "object", "required": ["podSelector"], "properties": {
+        "podSelector": _LABEL_SELECTOR,
+        "policyTypes": {"type": "array", "items": {"type": "string"}},
+        "ingress": {"type": "array", "items": {"type": "object", "properties": {
+            "ports": _POLICY_PORTS, "from": _POLICY_PEERS}}},
+        "egress": {"type": "array", "items": {"type": "object", "properties": {
+            "ports": _POLICY_PORTS, "to": _POLICY_PEERS}}}}}}}
 
 
 _RESOURCE = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/[^/]+)"
@@ -199,6 +256,114 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class Invalid(ValueError):
+    """A 422 as the API server words it; ``causes``: ``(field, reason,
+    message)`` triples, as in the Status's ``details.causes``."""
+
+    def __init__(self, kind, name, causes):
+        self.kind, self.name, self.causes = kind, name, list(causes)
+        said = ["%s: %s" % (field, message) for field, _reason, message in self.causes]
+        super().__init__('%s "%s" is invalid: %s' % (kind, name, said[0] if len(said) == 1
+                                                      else "[%s]" % ", ".join(said)))
+
+    def status(self):
+        group = self.kind.partition(".")[2]
+        return _status(422, "Invalid", str(self), details={
+            "name": self.name, "group": group, "kind": self.kind.partition(".")[0],
+            "causes": [{"reason": reason, "message": message, "field": field}
+                       for field, reason, message in self.causes]})
+
+
+class Conflict(Exception):
+    """A 409 Conflict: a write made against an older resourceVersion."""
+
+
+class StrictlyUnknown(ValueError):
+    """A 400 for unknown fields under ``fieldValidation=Strict``."""
+
+    def __init__(self, unknown):
+        super().__init__("strict decoding error: " + ", ".join('unknown field "%s"' % f for f in unknown))
+
+
+def _json_type(value):
+    """A JSON value's type, in the words of OpenAPI's validation messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    for python, name in ((float, "number"), (str, "string"), (list, "array"), (dict, "object")):
+        if isinstance(value, python):
+            return name
+    return type(value).__name__
+
+
+def prune(value, schema, path, causes, unknown):
+    """``value`` as a structural CRD's schema keeps it: fields it does not
+    declare are dropped (their paths appended to ``unknown``), as are
+    nulls where the schema is not nullable; a value of the wrong JSON type,
+    or a required field missing, appends a cause to ``causes``, in the
+    words of kube-apiserver's OpenAPI validation. Semantics (a port range,
+    a CIDR) are not the schema's business."""
+    if schema.get("int-or-string"):
+        wanted, ok = "integer,string", _json_type(value) in ("integer", "string")
+    else:
+        wanted = schema.get("type")
+        ok = wanted is None or _json_type(value) == wanted
+    if not ok:
+        actual = _json_type(value)
+        causes.append((path, "FieldValueTypeInvalid", 'Invalid value: "%s": %s in body must be of type %s: "%s"'
+                       % (actual, path, wanted, actual)))
+        return copy.deepcopy(value)
+    if wanted == "object":
+        properties, extra = schema.get("properties"), schema.get("additionalProperties")
+        out = {}
+        for key, item in value.items():
+            where = "%s.%s" % (path, key) if path else key
+            if properties is not None and key in properties:
+                child = properties[key]
+            elif extra is not None:
+                child = extra
+            elif properties is None:
+                out[key] = copy.deepcopy(item)       # nothing declared: kept as it is
+                continue
+            else:
+                unknown.append(where)
+                continue
+            if item is not None:                     # not nullable: a null is pruned
+                out[key] = prune(item, child, where, causes, unknown)
+        for key in schema.get("required", ()):
+            if key not in out:
+                causes.append(("%s.%s" % (path, key) if path else key, "FieldValueRequired", "Required value"))
+        return out
+    if wanted == "array":
+        return [prune(item, schema.get("items") or {}, "%s[%d]" % (path, index), causes, unknown)
+                for index, item in enumerate(value)]
+    return value
+
+
+# ObjectMeta's fields a client may set and the stand-in keeps.
+_CLIENT_META = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def _client_meta(meta):
+    """The fields of ``meta`` a client writes, as a custom resource's
+    server keeps them: malformed ones dropped (as kube-apiserver drops
+    them from a custom resource's metadata), empty ones omitted."""
+    out = {}
+    for key in _CLIENT_META:
+        value = meta.get(key) if isinstance(meta, dict) else None
+        if key in ("labels", "annotations"):
+            if not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+                continue
+        elif not isinstance(value, list):
+            continue
+        if value:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 class KubeAPIStandIn:
     """The stand-in's state and its HTTP server."""
 
@@ -215,6 +380,8 @@ class KubeAPIStandIn:
         self.services = {}
         self.slices = {}
         self.nodes = {}              # (None, name) -> object
+        self.namespace_objects = {}  # (None, name) -> Namespace
+        self.policies = {}           # (ns, name) -> MultiNetworkPolicy
         self.next_cluster_ip = 10
         self.events = []
         self.history = []            # (rv, event type, object) for watches
@@ -279,9 +446,9 @@ class KubeAPIStandIn:
             self.lock.notify_all()
 
     def namespaces(self):
-        names = set(ns for ns, _n in list(self.pods) + list(self.nads) + list(self.services))
-        return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "uid": ns}}
-                for ns in sorted(names)]
+        """Every Namespace object (copies), by name."""
+        with self.lock:
+            return [copy.deepcopy(o) for _key, o in sorted(self.namespace_objects.items())]
 
     @property
     def url(self):
@@ -409,6 +576,7 @@ class KubeAPIStandIn:
                "spec": {"nodeName": node, "containers": [container]},
                "status": {"phase": "Pending"}}
         with self.lock:
+            self._ensure_namespace(namespace)
             self.pods[(namespace, name)] = pod
             self.created_at[(namespace, name)] = time.monotonic()
             self._bump("ADDED", pod)
@@ -456,6 +624,7 @@ class KubeAPIStandIn:
         with self.lock:
             if (namespace, name) in self.services:
                 raise KeyError("services %s/%s exists" % (namespace, name))
+            self._ensure_namespace(namespace)
             if "clusterIP" not in spec:
                 spec["clusterIP"] = "10.96.%d.%d" % divmod(self.next_cluster_ip, 256)
                 self.next_cluster_ip += 1
@@ -484,6 +653,7 @@ class KubeAPIStandIn:
                       "ready": ready, "serving": ready, "terminating": False}} for a in addresses],
                   "ports": [dict({"protocol": "TCP"}, **p) for p in ports]}
         with self.lock:
+            self._ensure_namespace(namespace)
             self.slices[(namespace, name)] = slice_
             self._bump("ADDED", slice_)
             return copy.deepcopy(slice_)
@@ -523,11 +693,175 @@ class KubeAPIStandIn:
             pod["metadata"]["annotations"] = merge_patch(pod["metadata"].get("annotations"), annotations)
             self._bump("MODIFIED", pod)
 
+    def set_labels(self, namespace, name, labels):
+        """Replace a pod's labels (MODIFIED); labels as they are make no
+        new version and no event, as with a real server. Returns the pod."""
+        with self.lock:
+            pod = self.pods[(namespace, name)]
+            labels = dict(labels or {})
+            if pod["metadata"].get("labels") != labels:
+                pod["metadata"]["labels"] = labels
+                self._bump("MODIFIED", pod)
+            return copy.deepcopy(pod)
+
+    # -- namespaces ----------------------------------------------------------
+    def _ensure_namespace(self, namespace):
+        """(With the lock.) Create ``namespace`` (ADDED) if it does not
+        exist: an object is created in a namespace the cluster has."""
+        if namespace and (None, namespace) not in self.namespace_objects:
+            self._add_namespace(namespace, None)
+
+    def _add_namespace(self, name, labels):
+        labels = dict(labels or {})
+        labels[NAMESPACE_NAME_LABEL] = name
+        namespace = {"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": name, "uid": str(uuid.uuid4()), "creationTimestamp": _now(),
+                                  "labels": labels},
+                     "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+        self.namespace_objects[(None, name)] = namespace
+        self._bump("ADDED", namespace)
+        return namespace
+
+    def create_namespace(self, name, labels=None):
+        """A Namespace with ``labels``, and ``kubernetes.io/metadata.name``
+        as the server sets it (ADDED); KeyError when it exists."""
+        with self.lock:
+            if (None, name) in self.namespace_objects:
+                raise KeyError('namespaces "%s" already exists' % name)
+            return copy.deepcopy(self._add_namespace(name, labels))
+
+    def label_namespace(self, name, labels):
+        """Replace a Namespace's labels (MODIFIED); its
+        ``kubernetes.io/metadata.name`` label stays, as the server sets it
+        on every write. Labels as they are make no event. KeyError when
+        there is no such namespace. Returns the namespace."""
+        with self.lock:
+            namespace = self.namespace_objects[(None, name)]
+            labels = dict(labels or {})
+            labels[NAMESPACE_NAME_LABEL] = name
+            if namespace["metadata"]["labels"] != labels:
+                namespace["metadata"]["labels"] = labels
+                self._bump("MODIFIED", namespace)
+            return copy.deepcopy(namespace)
+
+    def delete_namespace(self, name):
+        """Delete a namespace as the server does, at once: it turns
+        Terminating (MODIFIED), everything in it is deleted (DELETED each),
+        then it is (DELETED). Returns it as it was when Terminating."""
+        with self.lock:
+            namespace = self.namespace_objects[(None, name)]
+            namespace["metadata"]["deletionTimestamp"] = _now()
+            namespace["status"]["phase"] = "Terminating"
+            self._bump("MODIFIED", namespace)
+            terminating = copy.deepcopy(namespace)
+            for store in (self.pods, self.services, self.slices, self.nads, self.policies):
+                for key in sorted(k for k in store if k[0] == name):
+                    self._bump("DELETED", store.pop(key))
+            del self.namespace_objects[(None, name)]
+            self._bump("DELETED", namespace)
+            return terminating
+
+    # -- MultiNetworkPolicies (k8s.cni.cncf.io/v1beta1) ------------------------
+    @staticmethod
+    def _policy(namespace, name, body, old=None):
+        """The MultiNetworkPolicy a server stores for ``body`` (a dict):
+        pruned and type-checked by the CRD's schema (:class:`Invalid`), with
+        the server's metadata (``generation`` 1, or ``old``'s, +1 when the
+        spec changes), and no resourceVersion yet. Returns it and the
+        pruned fields' paths."""
+        body = dict(body)
+        meta = body.pop("metadata", None)
+        causes, unknown = [], []
+        pruned = prune(body, POLICY_SCHEMA, "", causes, unknown)
+        if causes:
+            raise Invalid("MultiNetworkPolicy.k8s.cni.cncf.io", name, causes)
+        policy = {"apiVersion": API_VERSIONS["MultiNetworkPolicy"], "kind": "MultiNetworkPolicy",
+                  "metadata": dict(_client_meta(meta), name=name, namespace=namespace)}
+        if "spec" in pruned:
+            policy["spec"] = pruned["spec"]
+        if old is None:
+            policy["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
+        else:
+            policy["metadata"].update(
+                uid=old["metadata"]["uid"], creationTimestamp=old["metadata"]["creationTimestamp"],
+                generation=old["metadata"]["generation"] + (old.get("spec") != policy.get("spec")))
+        return policy, unknown
+
+    def create_policy(self, namespace, name, spec, annotations=None, labels=None):
+        """Create a MultiNetworkPolicy (ADDED) as the server would: returns
+        the stored object, pruned; :class:`Invalid` (a ValueError) for a
+        value of the wrong type, KeyError when it exists."""
+        body = {"metadata": {"annotations": annotations, "labels": labels}}
+        if spec is not None:
+            body["spec"] = spec
+        return self._create_policy(namespace, name, body)[0]
+
+    def _create_policy(self, namespace, name, body, strict=False):
+        with self.lock:
+            policy, unknown = self._policy(namespace, name, body)
+            if strict and unknown:
+                raise StrictlyUnknown(unknown)
+            if (namespace, name) in self.policies:
+                raise KeyError('multi-networkpolicies.k8s.cni.cncf.io "%s" already exists' % name)
+            self._ensure_namespace(namespace)
+            self.policies[(namespace, name)] = policy
+            self._bump("ADDED", policy)
+            return copy.deepcopy(policy), unknown
+
+    def update_policy(self, namespace, name, spec=None, annotations=None):
+        """Replace a MultiNetworkPolicy's spec and/or annotations (MODIFIED;
+        ``generation`` +1 when the spec changes); a write that changes
+        nothing makes no new version and no event, as with a real server.
+        Returns the stored object; KeyError when there is none."""
+        with self.lock:
+            old = self.policies[(namespace, name)]
+            body = copy.deepcopy(old)
+            if spec is not None:
+                body["spec"] = copy.deepcopy(spec)
+            if annotations is not None:
+                body["metadata"]["annotations"] = dict(annotations)
+            return self._replace_policy(old, body)[0]
+
+    def patch_policy(self, namespace, name, patch, strict=False):
+        """A JSON merge patch of a MultiNetworkPolicy, as ``PATCH`` does:
+        :class:`Conflict` when it names an older ``resourceVersion``.
+        Returns the object and the pruned fields."""
+        with self.lock:
+            old = self.policies[(namespace, name)]
+            meta = patch.get("metadata") if isinstance(patch.get("metadata"), dict) else {}
+            if meta.get("resourceVersion") not in (None, old["metadata"]["resourceVersion"]):
+                raise Conflict('Operation cannot be fulfilled on multi-networkpolicies.k8s.cni.cncf.io "%s": '
+                               "the object has been modified; please apply your changes to the latest "
+                               "version and try again" % name)
+            return self._replace_policy(old, merge_patch(old, patch), strict)
+
+    def _replace_policy(self, old, body, strict=False):
+        namespace, name = old["metadata"]["namespace"], old["metadata"]["name"]
+        policy, unknown = self._policy(namespace, name, body, old)
+        if strict and unknown:
+            raise StrictlyUnknown(unknown)
+        unchanged = dict(old, metadata=dict(old["metadata"]))
+        unchanged["metadata"].pop("resourceVersion", None)
+        if policy == unchanged:
+            return copy.deepcopy(old), unknown
+        self.policies[(namespace, name)] = policy
+        self._bump("MODIFIED", policy)
+        return copy.deepcopy(policy), unknown
+
+    def delete_policy(self, namespace, name):
+        """Delete a MultiNetworkPolicy (DELETED); returns it. KeyError when
+        there is none."""
+        with self.lock:
+            policy = self.policies.pop((namespace, name))
+            self._bump("DELETED", policy)
+            return copy.deepcopy(policy)
+
     def add_nad(self, namespace, name, config):
         nad = {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
                "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4())},
                "spec": {"config": json.dumps(config)}}
         with self.lock:
+            self._ensure_namespace(namespace)
             self.nads[(namespace, name)] = nad
             self._bump("ADDED", nad)
 
@@ -582,16 +916,24 @@ def _selected(obj, selector):
         value = value.lstrip("=")
         if field == "metadata.name" and obj["metadata"]["name"] != value:
             return False
-        if field == "metadata.namespace" and obj["metadata"]["namespace"] != value:
+        if field == "metadata.namespace" and obj["metadata"].get("namespace") != value:
             return False
         if field == "spec.nodeName" and (obj.get("spec") or {}).get("nodeName") != value:
             return False
     return True
 
 
-def _status(code, reason, message):
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}
+def _status(code, reason, message, details=None):
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+              "message": message, "reason": reason, "code": code}
+    if details:
+        status["details"] = details
+    return status
+
+
+def _name_required(kind):
+    return Invalid(kind, "", [("metadata.name", "FieldValueRequired",
+                               "Required value: name or generateName is required")]).status()
 
 
 def _handler(api):
@@ -622,10 +964,13 @@ def _handler(api):
             except OSError:
                 pass
 
-        def _send(self, code, body):
+        def _send(self, code, body, warnings=()):
             data = json.dumps(body).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
+            for warning in warnings:
+                # as kube-apiserver warns of what it pruned (fieldValidation=Warn, its default)
+                self.send_header("Warning", '299 - %s' % json.dumps(warning))
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -690,7 +1035,8 @@ def _handler(api):
             query = dict((k, v[-1]) for k, v in parse_qs(url.query).items())
             routes = ((_POD, api.pods, "Pod"), (_NAD, api.nads, "NetworkAttachmentDefinition"),
                       (_SERVICE, api.services, "Service"), (_SLICE, api.slices, "EndpointSlice"),
-                      (_NODE, api.nodes, "Node"))
+                      (_NODE, api.nodes, "Node"), (_NAMESPACE, api.namespace_objects, "Namespace"),
+                      (_POLICY, api.policies, "MultiNetworkPolicy"))
             for pattern, store, kind in routes:
                 match = pattern.match(url.path)
                 if not match:
@@ -701,7 +1047,9 @@ def _handler(api):
                         obj = store.get((ns, name))
                         body = copy.deepcopy(obj) if obj else None
                     if body is None:
-                        return self._send(404, _status(404, "NotFound", "%s %s/%s not found" % (kind, ns, name)))
+                        return self._send(404, _status(404, "NotFound", '%s "%s" not found' % (
+                            _RESOURCE_NAMES[kind], name), details={"name": name, "kind": _RESOURCE_NAMES[
+                                kind].partition(".")[0]}))
                     return self._send(200, body)
                 if query.get("watch") in _GO_TRUE:
                     return self._watch(kind, ns, query)
@@ -711,17 +1059,6 @@ def _handler(api):
                     rv = str(api.rv)
                 return self._send(200, {"kind": kind + "List", "apiVersion": API_VERSIONS.get(kind, "v1"),
                                         "metadata": {"resourceVersion": rv}, "items": items})
-            match = _NAMESPACE.match(url.path)
-            if match:
-                with api.lock:
-                    found = api.namespaces()
-                if match.group("name"):
-                    found = [n for n in found if n["metadata"]["name"] == match.group("name")]
-                    if not found:
-                        return self._send(404, _status(404, "NotFound", "namespace %s" % match.group("name")))
-                    return self._send(200, found[0])
-                return self._send(200, {"kind": "NamespaceList", "apiVersion": "v1",
-                                        "metadata": {"resourceVersion": str(api.rv)}, "items": found})
             if _EVENTS.match(url.path):
                 with api.lock:
                     return self._send(200, {"kind": "EventList", "apiVersion": "v1",
@@ -740,6 +1077,7 @@ def _handler(api):
                     raise KeyError("endpointslices %s/%s exists" % (ns, meta["name"]))
                 slice_ = dict(copy.deepcopy(body), apiVersion="discovery.k8s.io/v1", kind="EndpointSlice")
                 slice_["metadata"] = dict(meta, namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now())
+                api._ensure_namespace(ns)
                 api.slices[(ns, meta["name"])] = slice_
                 api._bump("ADDED", slice_)
                 return copy.deepcopy(slice_)
@@ -778,7 +1116,7 @@ def _handler(api):
                         else:
                             lines = [{"type": t, "object": copy.deepcopy(o)} for rv, t, o in api.history
                                      if rv > sent and o.get("kind") == kind
-                                     and (ns is None or o["metadata"]["namespace"] == ns)
+                                     and (ns is None or o["metadata"].get("namespace") == ns)
                                      and _selected(o, query.get("fieldSelector"))]
                             sent = api.rv
                             done = False
@@ -804,7 +1142,11 @@ def _handler(api):
             if "merge-patch" not in kind:
                 return self._send(415, _status(415, "UnsupportedMediaType",
                                                "the stand-in takes merge patches, not %s" % kind))
-            status = _POD_STATUS.match(urlparse(self.path).path)
+            path = urlparse(self.path).path
+            query = dict((k, v[-1]) for k, v in parse_qs(urlparse(self.path).query).items())
+            if _POLICY.match(path) or _NAMESPACE.match(path):
+                return self._patch_cluster_object(path, query, kind)
+            status = _POD_STATUS.match(path)
             if status:
                 try:
                     return self._send(200, api.patch_status(status.group("ns"), status.group("name"),
@@ -830,6 +1172,48 @@ def _handler(api):
                 body = copy.deepcopy(merged)
             self._send(200, body)
 
+        def _patch_cluster_object(self, path, query, content_type):
+            """PATCH of a MultiNetworkPolicy (a custom resource: no strategic
+            merge patch) or of a Namespace (its labels)."""
+            policy = _POLICY.match(path)
+            if policy and "strategic-merge-patch" in content_type:
+                return self._send(415, _status(415, "UnsupportedMediaType", (
+                    "the body of the request was in an unknown format - accepted media types include: "
+                    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")))
+            match = policy or _NAMESPACE.match(path)
+            ns, name = match.group("ns") or None, match.group("name")
+            if not name or (policy and not ns):
+                return self._send(405, _status(405, "MethodNotAllowed", path))
+            patch = self._body()
+            if not isinstance(patch, dict):
+                return self._send(400, _status(400, "BadRequest", "the patch is not a JSON object"))
+            if not policy:
+                with api.lock:
+                    namespace = api.namespace_objects.get((None, name))
+                    labels = namespace and merge_patch(namespace, patch)["metadata"].get("labels")
+                    body = namespace and api.label_namespace(name, labels if isinstance(labels, dict) else {})
+                if body is None:
+                    return self._send(404, _status(404, "NotFound", 'namespaces "%s" not found' % name))
+                return self._send(200, body)
+            try:
+                body, unknown = api.patch_policy(ns, name, patch, strict=query.get("fieldValidation") == "Strict")
+            except KeyError:
+                return self._send(404, _status(404, "NotFound", 'multi-networkpolicies.k8s.cni.cncf.io "%s" not found'
+                                               % name, details={"name": name, "kind": "multi-networkpolicies"}))
+            except Invalid as exc:
+                return self._send(422, exc.status())
+            except StrictlyUnknown as exc:
+                return self._send(400, _status(400, "BadRequest", str(exc)))
+            except Conflict as exc:
+                return self._send(409, _status(409, "Conflict", str(exc)))
+            self._send(200, body, self._unknown_warnings(unknown, query))
+
+        @staticmethod
+        def _unknown_warnings(unknown, query):
+            if query.get("fieldValidation") == "Ignore":
+                return []
+            return ['unknown field "%s"' % field for field in unknown]
+
         def do_PUT(self):
             if self._failing():
                 return
@@ -838,20 +1222,26 @@ def _handler(api):
         def do_DELETE(self):
             if self._failing():
                 return
-            for pattern, store, remove in ((_SERVICE, api.services, api.delete_service),
-                                           (_SLICE, api.slices, api.delete_endpointslice),
-                                           (_NODE, api.nodes, api.delete_node)):
+            for pattern, store, remove, kind in (
+                    (_SERVICE, api.services, api.delete_service, "Service"),
+                    (_SLICE, api.slices, api.delete_endpointslice, "EndpointSlice"),
+                    (_NODE, api.nodes, api.delete_node, "Node"),
+                    (_NAMESPACE, api.namespace_objects, lambda _ns, name: api.delete_namespace(name), "Namespace"),
+                    (_POLICY, api.policies, api.delete_policy, "MultiNetworkPolicy")):
                 match = pattern.match(urlparse(self.path).path)
-                if match and (match.group("ns") or pattern is _NODE) and match.group("name"):
+                if match and (match.group("ns") or pattern in (_NODE, _NAMESPACE)) and match.group("name"):
                     key = (match.group("ns") or None, match.group("name"))
                     with api.lock:
                         obj = copy.deepcopy(store.get(key))
+                        removed = remove(*key) if obj is not None else None
                     if obj is None:
-                        return self._send(404, _status(404, "NotFound", "%s not found" % "/".join(k for k in key if k)))
-                    remove(*key)
-                    return self._send(200, obj)
+                        return self._send(404, _status(404, "NotFound", '%s "%s" not found' % (
+                            _RESOURCE_NAMES[kind], key[1])))
+                    return self._send(200, removed if removed is not None else obj)
             match = _POD.match(urlparse(self.path).path)
-            if not match or not match.group("name"):
+            if not match:
+                return self._send(404, _status(404, "NotFound", self.path))
+            if not match.group("name"):
                 return self._send(405, _status(405, "MethodNotAllowed", self.path))
             ns, name = match.group("ns"), match.group("name")
             with api.lock:
@@ -880,6 +1270,12 @@ def _handler(api):
                 return self._send(201, api.create_pod(ns, name, meta.get("annotations"), node=node,
                                                       labels=meta.get("labels"),
                                                       ports=containers[0].get("ports")))
+            path = urlparse(self.path).path
+            if _NAMESPACE.match(path) and not _NAMESPACE.match(path).group("name"):
+                return self._post_namespace()
+            match = _POLICY.match(path)
+            if match and match.group("ns") and not match.group("name"):
+                return self._post_policy(match.group("ns"))
             for pattern, create in ((_SERVICE, self._create_service), (_SLICE, self._create_slice),
                                     (_NODE, self._create_node)):
                 match = pattern.match(urlparse(self.path).path)
@@ -904,6 +1300,49 @@ def _handler(api):
                 api.events.append(event)
                 api.lock.notify_all()
             self._send(201, event)
+
+        def _post_namespace(self):
+            body = self._body()
+            if not isinstance(body, dict):
+                return self._send(400, _status(400, "BadRequest", "the body is not a Namespace object"))
+            meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+            name = meta.get("name")
+            if not name or not isinstance(name, str):
+                return self._send(422, _name_required("Namespace"))
+            try:
+                return self._send(201, api.create_namespace(name, _client_meta(meta).get("labels")))
+            except KeyError as exc:
+                return self._send(409, _status(409, "AlreadyExists", exc.args[0], details={
+                    "name": name, "kind": "namespaces"}))
+
+        def _post_policy(self, ns):
+            query = dict((k, v[-1]) for k, v in parse_qs(urlparse(self.path).query).items())
+            body = self._body()
+            if not isinstance(body, dict):
+                return self._send(400, _status(400, "BadRequest", "the body is not a MultiNetworkPolicy object"))
+            meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+            for field, expected in (("apiVersion", API_VERSIONS["MultiNetworkPolicy"]),
+                                    ("kind", "MultiNetworkPolicy")):
+                if body.get(field) not in (None, expected):
+                    return self._send(400, _status(400, "BadRequest", "the %s in the data (%s) does not match the "
+                                                   "expected %s (%s)" % (field, body.get(field), field, expected)))
+            if meta.get("namespace") not in (None, ns):
+                return self._send(400, _status(400, "BadRequest", "the namespace of the provided object does not "
+                                               "match the namespace sent on the request"))
+            name = meta.get("name")
+            if not name or not isinstance(name, str):
+                return self._send(422, _name_required("MultiNetworkPolicy.k8s.cni.cncf.io"))
+            try:
+                created, unknown = api._create_policy(ns, name, body,
+                                                      strict=query.get("fieldValidation") == "Strict")
+            except Invalid as exc:
+                return self._send(422, exc.status())
+            except StrictlyUnknown as exc:
+                return self._send(400, _status(400, "BadRequest", str(exc)))
+            except KeyError as exc:
+                return self._send(409, _status(409, "AlreadyExists", exc.args[0], details={
+                    "name": name, "group": "k8s.cni.cncf.io", "kind": "multi-networkpolicies"}))
+            self._send(201, created, self._unknown_warnings(unknown, query))
 
     return Handler
 
