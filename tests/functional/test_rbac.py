@@ -18,6 +18,8 @@ from tests.harness.cni_env import Env
 from tests.harness.kube_api_standin import NODE_AGENT, PRODUCT_RBAC, WATCHER, KubeAPIStandIn, service_account_user
 from tests.harness.watcher_env import Cluster, ovn_network
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_render import policy_group
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 
 WATCHER_USER = service_account_user(WATCHER)[0]
 AGENT_USER = service_account_user(NODE_AGENT)[0]
@@ -67,10 +69,14 @@ def watcher(tmp_path_factory, collections_path):
 
 def watcher_scenario(env, tag):
     """Restart the watcher (a fresh list and watch) and give it a pod to
-    annotate, a pod to refuse with an Event, and a pod that names a NAD."""
+    annotate, a pod to refuse with an Event, a pod that names a NAD, and a
+    policy (for net1, selecting the first) to serve."""
     env.terminate()
     env.start()
-    env.api.create_pod("default", "good-" + tag, ovn_network({"name": "net1", "interface": "eth1"}))
+    env.api.create_policy("default", "pol-" + tag, {"podSelector": {"matchLabels": {"app": tag}}, "ingress": []},
+                          {"k8s.v1.cni.cncf.io/policy-for": "ovn4nfv.k8s/net1"})
+    env.api.create_pod("default", "good-" + tag, ovn_network({"name": "net1", "interface": "eth1"}),
+                       labels={"app": tag})
     env.api.create_pod("default", "bad-" + tag, ovn_network({"name": "nosuch", "interface": "eth1"}))
     env.api.create_pod("default", "nad-" + tag, {ann.MULTUS_NETWORKS: "ovnnet"})
 
@@ -82,6 +88,11 @@ def test_the_watchers_manifest_is_enough(watcher):
     watcher.annotated("default", "good-full")
     watcher.annotated("default", "nad-full")
     assert watcher.api.wait(lambda api: watcher.events_for("bad-full"), 30), watcher.log_text()
+    group = policy_group("default/pol-full")
+    with ovsdb.Database(watcher.box.nb_db, ovsdb.NB_SCHEMA, ("Logical_Switch_Port", "Port_Group")) as db:
+        assert db.wait_for(lambda idl: [g for g in idl.tables["Port_Group"].rows.values()
+                                        if g.name == group and [p.name for p in g.ports]], 30), \
+            "the policy was not served: " + watcher.log_text()
     assert watcher.api.denied[before:] == []
 
 
@@ -153,13 +164,18 @@ RESOURCES = {("", "pods"): "/api/v1/namespaces/default/pods",
              ("", "services"): "/api/v1/namespaces/default/services",
              ("discovery.k8s.io", "endpointslices"): "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
              ("k8s.cni.cncf.io", "network-attachment-definitions"):
-                 "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions"}
+                 "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions",
+             ("k8s.cni.cncf.io", "multi-networkpolicies"):
+                 "/apis/k8s.cni.cncf.io/v1beta1/namespaces/default/multi-networkpolicies"}
 VERBS = {"get": ("GET", "/x"), "list": ("GET", ""), "watch": ("GET", "?watch=true&timeoutSeconds=1"),
          "create": ("POST", ""), "update": ("PUT", "/x"), "patch": ("PATCH", "/x"), "delete": ("DELETE", "/x")}
 GRANTED = {WATCHER: {("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "patch"), ("", "events", "create"),
                      ("k8s.cni.cncf.io", "network-attachment-definitions", "get"),
                      ("", "services", "list"), ("", "services", "watch"),
                      ("discovery.k8s.io", "endpointslices", "list"), ("discovery.k8s.io", "endpointslices", "watch"),
+                     ("k8s.cni.cncf.io", "multi-networkpolicies", "list"),
+                     ("k8s.cni.cncf.io", "multi-networkpolicies", "watch"),
+                     ("", "namespaces", "list"), ("", "namespaces", "watch"),
                      ("", "nodes", "list")},     # ovn4nfv-audit's: network_audit with the watcher's kubeconfig
            NODE_AGENT: {("", "pods", "list"), ("", "pods", "watch")}}
 

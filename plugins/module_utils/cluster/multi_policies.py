@@ -76,7 +76,7 @@ def read_policies(view):
     return out
 
 
-def _switch_of(view):
+def port_switches(view):
     """``{port name: switch name}`` of every switch port, in one pass."""
     out = {}
     for switch in view.rows("Logical_Switch"):
@@ -106,7 +106,7 @@ class MultiNetworkPolicies(CompositeKind):
         for switch in switches:
             if vn.read_network(view, switch) is None:
                 problems.append("%s.switches: %r is not a virtual network of the product's" % (where, switch))
-        located = _switch_of(view)
+        located = port_switches(view)
         members = sorted(set(item.get("members") or []))
         for port in members:
             if located.get(port) not in switches:
@@ -200,7 +200,7 @@ def _deny_rows(view, after, networks):
     """The default-deny groups and ACLs, and the anchors, of ``networks``
     from every policy in ``after``."""
     isolated = dict(((net, d), set()) for net in networks for d in DIRECTIONS)
-    located = _switch_of(view)
+    located = port_switches(view)
     for obj in after.values():
         for port in obj["members"]:
             net = located.get(port)

@@ -99,8 +99,10 @@ class ApiObject:
 
 def listed(call, kind):
     """What the client's list function ``call`` answers, as an
-    :class:`ApiObject` of the model ``kind`` (``V1PodList``, say)."""
-    return ApiObject(json.loads(call(_preload_content=False).data), getattr(k8s_client, kind))
+    :class:`ApiObject` of the model ``kind`` (``V1PodList``, say), or as
+    its JSON where ``kind`` is None (a custom resource's list)."""
+    data = json.loads(call(_preload_content=False).data)
+    return data if kind is None else ApiObject(data, getattr(k8s_client, kind))
 
 
 def _drain(response):
@@ -120,15 +122,15 @@ class PodWriter:
         # whether this client takes ``_content_type``: None until tried
         self.content_type = None
 
-    def event(self, obj, reason, message, kind="Warning", involved="Pod"):
+    def event(self, obj, reason, message, kind="Warning", involved="Pod", api_version="v1"):
         """An Event of ``reason`` on ``obj`` (a pod, or the ``involved``
-        kind of core object), ``message`` cut to 1 KiB."""
+        kind of object, of ``api_version``), ``message`` cut to 1 KiB."""
         meta = obj.metadata
         now = datetime.datetime.now(datetime.timezone.utc)
         self.core.create_namespaced_event(meta.namespace, k8s_client.CoreV1Event(
             metadata=k8s_client.V1ObjectMeta(generate_name=meta.name + ".", namespace=meta.namespace),
             involved_object=k8s_client.V1ObjectReference(
-                kind=involved, api_version="v1", name=meta.name, namespace=meta.namespace, uid=meta.uid),
+                kind=involved, api_version=api_version, name=meta.name, namespace=meta.namespace, uid=meta.uid),
             reason=reason, message=message[:1024], type=kind, count=1,
             first_timestamp=now, last_timestamp=now,
             source=k8s_client.V1EventSource(component=self.component)))
@@ -175,7 +177,8 @@ class ListWatch:
     takes the list into its cache) and returns the resourceVersion;
     ``list_call`` is the client's list function, streamed as a watch;
     ``observe(obj, deleted)`` takes each event, an :class:`ApiObject` of
-    the model ``kind`` (``V1Pod``, say). It lists again at start,
+    the model ``kind`` (``V1Pod``, say), or its JSON where ``kind`` is None
+    (a custom resource, which the client has no model of). It lists again at start,
     after 410 Gone and every ``resync_seconds``; an unreachable or failing
     API server is retried with backoff. :meth:`stop` ends it."""
 
@@ -212,11 +215,15 @@ class ListWatch:
                     version = self.relist()
                     listed_at = time.monotonic()
                 self._watch = _JsonWatch()
-                model = getattr(k8s_client, self.kind)
+                model = getattr(k8s_client, self.kind) if self.kind else None
                 for event in self._watch.stream(self.list_call, resource_version=version,
                                                 timeout_seconds=self.watch_seconds):
-                    obj = ApiObject(event["object"], model)
-                    version = obj.metadata.resource_version
+                    if model is None:
+                        obj = event["object"]
+                        version = (obj.get("metadata") or {}).get("resourceVersion")
+                    else:
+                        obj = ApiObject(event["object"], model)
+                        version = obj.metadata.resource_version
                     self.observe(obj, event["type"] == "DELETED")
                     if self.stopping.is_set():
                         break

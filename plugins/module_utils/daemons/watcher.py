@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 
-from ..cluster import annotations, chains, pod_addresses, pod_ports, remote_mirrors, services
+from ..cluster import annotations, chains, multi_policies, pod_addresses, pod_ports, remote_mirrors, services
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import K_NAMESPACE, K_POD, WATCHER
@@ -46,7 +46,7 @@ from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
 from ..ovsdb.view import View, cell
-from . import chain_hops, kube, multus, service_watch, settings as daemon
+from . import chain_hops, kube, multus, policy_watch, service_watch, settings as daemon
 
 try:
     from kubernetes import client as k8s_client
@@ -86,6 +86,7 @@ class Config(daemon.Settings):
         "address_seconds": 30,         # how often to look again for an address OVN has not assigned
         "ovsdb_timeout": 10,
         "max_backoff_seconds": 30,
+        "policies": True,              # serve MultiNetworkPolicy (k8s.cni.cncf.io/v1beta1)
     }
 
     def check(self):
@@ -93,6 +94,8 @@ class Config(daemon.Settings):
             if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
                 raise ValidationError("watcher config: %s: %r is not a positive number" % (key, getattr(self, key)))
         ovsdb.parse_remote(self.nb_db, "nb_db")
+        if not isinstance(self.policies, bool):
+            raise ValidationError("watcher config: policies: %r is not true or false" % (self.policies,))
 
 
 def key_of(namespace, name):
@@ -140,11 +143,15 @@ class Watcher:
         # its next event (our own patch, a status) with the same is no work
         self.served_as = {}
         self.pending = {}           # key -> since when it waits for OVN's dynamic address
+        # set once every pod has been listed into the cache: what selects
+        # pods (policies) must not judge from a cache still empty
+        self.listed = threading.Event()
         self.pod_watch = kube.ListWatch(
             "pods", "V1Pod", self.resync, self.core.list_pod_for_all_namespaces, self.observe, self.stopping,
             config.resync_seconds, config.watch_seconds, config.max_backoff_seconds)
         self.services = service_watch.Services(self, api_client)
         self.chains = chain_hops.Chains(self)
+        self.policies = policy_watch.Policies(self) if config.policies else None
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
@@ -152,6 +159,8 @@ class Watcher:
         self.queue.shutdown()
         self.services.stop()
         self.chains.stop()
+        if self.policies:
+            self.policies.stop()
         self.pod_watch.stop()
 
     def connect_nb(self):
@@ -159,7 +168,7 @@ class Watcher:
         tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
         while not self.stopping.is_set():
             try:
-                tables = TABLES + services.TABLES + chains.TABLES + remote_mirrors.TABLES
+                tables = TABLES + services.TABLES + chains.TABLES + remote_mirrors.TABLES + multi_policies.TABLES
                 self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, tables,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)
@@ -179,7 +188,7 @@ class Watcher:
                    for i in range(self.config.workers)]
         for worker in workers:
             worker.start()
-        workers += self.services.start() + self.chains.start()
+        workers += self.services.start() + self.chains.start() + (self.policies.start() if self.policies else [])
         # systemd (Type=notify), and the tests' harness before it stops the
         # watcher: it serves, and SIGTERM now stops it cleanly
         daemon.notify_ready()
@@ -189,6 +198,8 @@ class Watcher:
             self.queue.shutdown()
             self.services.stop()
             self.chains.stop()
+            if self.policies:
+                self.policies.stop()
             for worker in workers:
                 worker.join(self.config.ovsdb_timeout * 2)
             self.committer.close()
@@ -214,6 +225,8 @@ class Watcher:
         self.queue.add(key)
         self.services.pod_changed(pod.metadata.namespace, labels)
         self.chains.pods_changed()
+        if self.policies:
+            self.policies.pod_changed(pod.metadata.namespace, labels)
 
     def _nb_changed(self, event, row):
         """Where the NB's updates are taken in: wake the keys that wait on
@@ -400,6 +413,8 @@ class Watcher:
         if pod is not None:
             self.services.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
             self.chains.pods_changed()
+            if self.policies:
+                self.policies.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
         said = self.reported.get(key)
         if said:
             self.reported[key] = dict((r, v) for r, v in said.items() if r == IGNORED)
@@ -453,7 +468,10 @@ class Watcher:
             self.queue.add(key)
         self.services.requeue_all()
         self.chains.pods_changed()
+        if self.policies:
+            self.policies.requeue_all()
         LOG.info("resync: %d pods, %d with ports", len(live), len(owned))
+        self.listed.set()
         return pods.metadata.resource_version
 
 
