@@ -5,8 +5,12 @@ while anything is isolated; all of it gone with the last policy; a second
 plan changes nothing; bad input refused with nothing written; others'
 rows untouched. Every assertion reads the NB with ovsdb-client."""
 
+import json
+
 import pytest
 
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import policy_render as render
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.multi_policies import TABLES, plan_policies
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import (
@@ -159,3 +163,40 @@ def test_bad_input_is_refused_and_nothing_is_written(nb, item, problem):
         run(nb, [item])
     assert caught.value.problems[0].startswith(problem)
     assert state(nb) == before
+
+
+def test_a_new_pod_s_port_joins_its_policies_groups_in_the_transaction_that_makes_it(nb):
+    """No window where a new pod selected by a policy is reachable: its
+    port is made with its group memberships, in one transaction; a port of
+    a pod the policy does not select, or on another network, joins none."""
+    run(nb, [web()])
+    owner = pod_ports.Pod("tenant-a", "web-2", "uid-w2")
+    reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([{"name": "net1", "interface": "eth1"},
+                                                            {"name": "net2", "interface": "eth2"}])})[1]
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        made = execute(db, lambda v: pod_ports.plan_pod(v, owner, reqs, labels={"app": "web"}), write=True)
+        other = pod_ports.Pod("tenant-a", "db", "uid-db")
+        execute(db, lambda v: pod_ports.plan_pod(v, other, reqs[:1], labels={"app": "db"}), write=True)
+    net1_port, net2_port = owner.port_name("eth1"), owner.port_name("eth2")
+    joins = [(op.table, op.column) for op in made.ops if op.op == "mutate" and op.table == "Port_Group"]
+    assert joins == [("Port_Group", "ports")] * 2, "the policy's group and the deny group, in the same plan"
+    groups, _sets, _acls = state(nb)
+    assert groups[render.policy_group(WEB.key)] == ["p-c", net1_port]
+    assert groups[render.deny_group("net1", INGRESS)] == ["p-c", net1_port]
+    assert net2_port not in sum(groups.values(), []), "not the policy's network"
+    assert other.port_name("eth1") not in sum(groups.values(), []), "not selected"
+
+
+def test_a_gone_pod_s_addresses_leave_every_address_set_with_its_ports(nb):
+    owner = pod_ports.Pod("tenant-a", "cli", "uid-cli")
+    reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([{"name": "net1", "interface": "eth1",
+                                                              "ipAddress": "172.16.1.10/24"}])})[1]
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: pod_ports.plan_pod(v, owner, reqs), write=True)
+    run(nb, [web(peers=("172.16.1.10", "172.16.1.99"))])
+    peers = render.peer_set(render.policy_group(WEB.key), INGRESS, 0, 4)
+    assert state(nb)[1][peers] == ["172.16.1.10", "172.16.1.99"]
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        gone = execute(db, lambda v: pod_ports.plan_release(v, "tenant-a", "cli"), write=True)
+    assert any(op.table == "Address_Set" for op in gone.ops), "in the transaction that deletes its port"
+    assert state(nb)[1][peers] == ["172.16.1.99"]

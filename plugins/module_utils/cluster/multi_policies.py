@@ -33,14 +33,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import json
 
 from ..common.errors import ValidationError
 from ..common.marks import (
     K_DEFAULT_DENY, K_POLICY, K_POLICY_RULE, K_POLICY_SPEC, NETWORK_KEY, OWNER_KEY, OWNER_VALUE, ROLE,
     ROLE_ACL_ANCHOR)
+from ..common.selectors import parse_selector
 from ..ovsdb.declared import CompositeKind, plan_declared
-from ..ovsdb.plan import plan, validate_config
+from ..ovsdb.operations import NewRow, Op
+from ..ovsdb.plan import Change, Plan, plan, validate_config
 from ..ovsdb.view import cell
 from ..resources.nb_acls import PortGroup, PortGroupACL, SwitchACL
 from ..resources.nb_policies import AddressSet
@@ -232,6 +235,66 @@ def _acl_item(acl, group, marks):
     item = dict((k, acl[k]) for k in ("direction", "priority", "match", "action", "name", "options"))
     item.update(group=group, external_ids=marks)
     return item
+
+
+@functools.lru_cache(maxsize=4096)
+def _recorded(text):
+    """``(namespace, pod selector, switches, directions)`` of a policy as
+    its port group records it, or None; kept by the text, which every new
+    port of every pod is checked against."""
+    try:
+        recorded = json.loads(text)
+        spec = recorded["policy"]
+        return (spec["namespace"], parse_selector(spec["podSelector"], "podSelector"),
+                frozenset(recorded["switches"]), tuple(recorded["types"]))
+    except (ValueError, KeyError, TypeError, ValidationError):
+        return None
+
+
+def groups_for(view, namespace, labels, switch):
+    """The port groups a new port of a pod (of ``namespace``, with
+    ``labels``) on ``switch`` joins in the transaction that makes it, so
+    that it is isolated from its first packet: the group of each policy
+    that selects it there, and the switch's default-deny groups of the
+    directions those policies isolate (where they exist already; where
+    they do not, the policy's own plan makes them next)."""
+    groups, directions = [], set()
+    for row in view.rows("Port_Group"):
+        ids = cell(row, "external_ids")
+        if not _owned(ids) or not ids.get(K_POLICY):
+            continue
+        recorded = _recorded(ids.get(K_POLICY_SPEC) or "")
+        if recorded is None:
+            continue
+        space, selector, switches, types = recorded
+        if space == namespace and switch in switches and selector.matches(labels):
+            groups.append(row)
+            directions.update(types)
+    for direction in sorted(directions):
+        deny = view.lookup("Port_Group", render.deny_group(switch, direction))
+        if deny is not None and not isinstance(deny, (list, NewRow)):
+            groups.append(deny)
+    return groups
+
+
+def plan_forget_addresses(view, addresses):
+    """A plan that takes ``addresses`` (strings) out of every policy's
+    address set that holds them: what a pod's deletion carries in its own
+    transaction, so that no pod given the address next inherits what the
+    gone one was allowed."""
+    gone = set(addresses)
+    result = Plan(AddressSet(addresses=True), "merged")
+    if not gone:
+        return result
+    for row in view.rows("Address_Set"):
+        ids = cell(row, "external_ids")
+        if not _owned(ids) or not ids.get(K_POLICY):
+            continue
+        held = sorted(gone & set(cell(row, "addresses")))
+        if held:
+            result.changes.append(Change("update", row.name, {"addresses": held}, {"addresses": []},
+                                         [Op("mutate", "Address_Set", row, "addresses", held, "delete")]))
+    return result
 
 
 def plan_policies(view, items, state):

@@ -22,7 +22,7 @@ from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
 from ..ovsdb.view import cell
 from ..resources.nb_switches import LogicalSwitchPort
-from . import annotations, networks as vn, remote_mirrors
+from . import annotations, multi_policies, networks as vn, remote_mirrors
 from .pod_addresses import (
     Pod, allocate, held_addresses, scan_holder,
     free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
@@ -76,7 +76,7 @@ def _own_ports(view, pod, requests):
     return out
 
 
-def plan_pod(view, pod, requests, addresses=None):
+def plan_pod(view, pod, requests, addresses=None, labels=None):
     """Plan the ports of ``pod`` for ``requests`` (InterfaceRequest list):
     create the missing ones and leave the right ones. (Interfaces dropped
     from a running pod's annotation stay until the pod goes: changing a
@@ -89,7 +89,9 @@ def plan_pod(view, pod, requests, addresses=None):
     request without a MAC gets one derived from its IP (:func:`_mac_for`);
     and every new port carries its port security from the start.
     ``addresses``, an :class:`AddressIndex`, makes the checks lookups
-    instead of scans.
+    instead of scans. With the pod's ``labels``, a new port joins the
+    port groups of the policies that select it in the same transaction
+    (:func:`~.multi_policies.groups_for`).
 
     The checks see the NB as the view holds it, the previous transaction of
     the watcher's committer included (the server sends a transaction's
@@ -196,7 +198,8 @@ def plan_pod(view, pod, requests, addresses=None):
         raise ValidationError([p[1] for p in problems], reason=reason)
     batch = _port_batch(view, items, "replaced")
     if batch.changed:
-        _new_ports(view, batch)
+        _new_ports(view, batch, None if labels is None else
+                   lambda switch: multi_policies.groups_for(view, pod.namespace, labels, switch))
     return batch
 
 
@@ -213,10 +216,11 @@ def _mac_for(view, pod, request, ip, holder, taken=()):
     return mac
 
 
-def _new_ports(view, batch):
+def _new_ports(view, batch, joins=None):
     """What a port made anew carries in the transaction that makes it:
-    the remote taps whose source it is (the tap follows the pod), and
-    ``up=false``. ovn-northd sets ``up`` on every port that lacks it, false
+    the remote taps whose source it is (the tap follows the pod), the port
+    groups ``joins(switch)`` names (a policy's, isolating it from its first
+    packet), and ``up=false``. ovn-northd sets ``up`` on every port that lacks it, false
     until a chassis binds it: for new ports, an NB transaction of its own
     after each of ours, which every client takes in as an update and which
     ovn-northd 23.03 takes as a change to compute all over again. Born
@@ -227,6 +231,11 @@ def _new_ports(view, batch):
         for op in list(change.ops):
             if op.op == "insert" and op.table == "Logical_Switch_Port":
                 change.ops.append(Op("update", "Logical_Switch_Port", op.row, "up", False))
+                if joins is not None:
+                    switch = next((o.row for o in change.ops if o.op == "mutate" and o.table == "Logical_Switch"
+                                   and op.row in o.value), None)
+                    for group in joins(cell(switch, "name")) if switch is not None else ():
+                        change.ops.append(Op("mutate", "Port_Group", group, "ports", [op.row], "insert"))
                 mirrors = remote_mirrors.mirrors_for(view, op.value.get("name"))
                 if mirrors:
                     change.ops.append(Op("update", "Logical_Switch_Port", op.row, "mirror_rules", mirrors))
@@ -329,8 +338,18 @@ def plan_release(view, namespace, name, keep=None, addresses=None):
     else:
         rows = [row for row in view.rows("Logical_Switch_Port") if is_pod_port(row)
                 and cell(row, "external_ids").get(K_NAMESPACE) == namespace and cell(row, "external_ids").get(K_POD) == name]
-    names = sorted(row.name for row in rows if cell(row, "external_ids").get(K_UID) != keep)
-    return _port_batch(view, [{"name": name} for name in names], "deleted")
+    going = [row for row in rows if cell(row, "external_ids").get(K_UID) != keep]
+    batch = _port_batch(view, [{"name": name} for name in sorted(row.name for row in going)], "deleted")
+    return _forget(view, batch, going)
+
+
+def _forget(view, batch, rows):
+    """``batch``, which deletes ``rows``, also takes their addresses out of
+    the policies' address sets."""
+    gone = multi_policies.plan_forget_addresses(view, [str(ip) for row in rows for ip in held_addresses(row)[1]])
+    if gone.changed:
+        batch.add(gone)
+    return batch
 
 
 def starved(view, pod, requests):
@@ -397,7 +416,8 @@ def claims(plan):
 
 def plan_delete(view, uid):
     """Delete exactly the ports whose ``external_ids`` carry ``uid``."""
-    return _port_batch(view, [{"name": row.name} for _i, row in sorted(pod_ports(view, uid).items())], "deleted")
+    rows = [row for _i, row in sorted(pod_ports(view, uid).items())]
+    return _forget(view, _port_batch(view, [{"name": row.name} for row in rows], "deleted"), rows)
 
 
 def matches_requests(entries, requests):

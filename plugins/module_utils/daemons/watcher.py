@@ -330,8 +330,10 @@ class Watcher:
             return      # already done, as the MODIFIED event of our own patch shows
         try:
             # a port gone from under a served pod is made with the addresses it was told
+            # with its labels, a new port joins its policies' groups as it is made
+            labels = dict(meta.labels or {}) if self.policies else None
             self._execute(lambda view: pod_ports.plan_pod(
-                view, owner, pod_ports.pinned(view, owner, requests, found), self.addresses))
+                view, owner, pod_ports.pinned(view, owner, requests, found), self.addresses, labels))
         except ValidationError as exc:
             self.pending.pop(key, None)
             self._refuse(key, pod, exc.reason, str(exc))
