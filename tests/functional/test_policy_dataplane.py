@@ -2,15 +2,16 @@
 ``cluster/multi_policies.py``).
 
 A node (ovs-vswitchd, userspace datapath, and ovn-controller in a
-namespace) with three pods on one virtual network; policies checked by
+namespace) with pods on two virtual networks joined by the distributed
+router, one pod with an interface on each; policies checked by
 ``policy_model``, planned by the product's composite kind (port groups,
-their ACLs, address sets, the network's default deny and conntrack
-anchor), and real TCP between the pods' namespaces. What these tests pin
-down: that the rendered matches are OVN's syntax (ovn-controller, which
-compiles them, reads every one) and mean what the policy means, in the
-bands they are put in. Which pods a policy selects and which addresses its
-peers hold is given here: that is the watcher's to resolve (issue 33's
-next step), and these tests stay.
+their ACLs, address sets, each network's default deny and conntrack
+anchor), and real TCP, UDP and SCTP between the pods' namespaces. What
+these tests pin down: that the rendered matches are OVN's syntax
+(ovn-controller, which compiles them, reads every one) and mean what the
+policy means, in the bands they are put in. Which pods a policy selects
+and which addresses its peers hold is given here (the watcher's, tested in
+test_policy_watcher.py).
 """
 
 import os
@@ -29,21 +30,28 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
-from tests.harness.dataplane import Node, tcp_exchange
+from tests.harness.dataplane import Node, sctp_reaches, tcp_exchange, udp_exchange
 
-NET = "net1"
-GATEWAY4, GATEWAY6 = "172.16.1.1", "fd00:1::1"
-PODS = {  # name: (MAC, IPv4, IPv6)
-    "a": ("0a:00:00:00:01:0a", "172.16.1.10", "fd00:1::10"),
-    "c": ("0a:00:00:00:01:0c", "172.16.1.12", "fd00:1::12"),
-    "d": ("0a:00:00:00:01:0d", "172.16.1.13", "fd00:1::13"),
+NETWORKS = {"net1": ("172.16.1.0/24", "fd00:1::/64"), "net2": ("172.16.2.0/24", None)}
+GATEWAY6 = "fd00:1::1"
+# interface: (its pod, its name in the pod, network, MAC, IPv4, IPv6); m has one on each network
+IFACES = {
+    "a": ("a", "eth0", "net1", "0a:00:00:00:01:0a", "172.16.1.10", "fd00:1::10"),
+    "c": ("c", "eth0", "net1", "0a:00:00:00:01:0c", "172.16.1.12", "fd00:1::12"),
+    "d": ("d", "eth0", "net1", "0a:00:00:00:01:0d", "172.16.1.13", "fd00:1::13"),
+    "b": ("b", "eth0", "net2", "0a:00:00:00:02:0b", "172.16.2.11", None),
+    "m1": ("m", "eth0", "net1", "0a:00:00:00:01:0e", "172.16.1.14", None),
+    "m2": ("m", "eth1", "net2", "0a:00:00:00:02:0e", "172.16.2.14", None),
 }
-REFUSED = (None, None)
 SHORT = 2   # seconds a refused connection is given: each refusal waits that long
 
 
-def port(pod):
-    return "pol-%s" % pod
+def port(iface):
+    return "pol-%s" % iface
+
+
+def addresses(iface):
+    return [a for a in IFACES[iface][4:] if a]
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +63,24 @@ def node():
                 "system_id": node.chassis, "ovn_remote": node.box.sb_db, "encap_type": ["geneve"],
                 "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev"}], "merged", db)
         node.start_controller()
-        checked = [("c0", vn.check_network({"name": NET, "subnet": "172.16.1.0/24", "subnet6": "fd00:1::/64"}, "c0"))]
+        checked = [(n, vn.check_network(dict({"name": n, "subnet": v4}, **({"subnet6": v6} if v6 else {})), n))
+                   for n, (v4, v6) in sorted(NETWORKS.items())]
         with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
             execute(db, lambda v: plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"), write=True)
             execute(db, lambda v: vn.plan_networks(v, checked, "merged", "ovn", False), write=True)
         with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, LogicalSwitchPort.tables) as db:
-            reconcile(LogicalSwitchPort(), [{"name": port(p), "switch": NET, "addresses": ["%s %s %s" % v]}
-                                            for p, v in PODS.items()], "merged", db)
+            reconcile(LogicalSwitchPort(), [{"name": port(i), "switch": net, "addresses": [
+                " ".join(x for x in (mac, ip4, ip6) if x)]} for i, (_p, _e, net, mac, ip4, ip6) in IFACES.items()],
+                "merged", db)
         node.wait_hv()
-        node.pods = dict((p, node.attach("p" + p, "br-int", mac, ip4 + "/24", gateway=GATEWAY4, iface_id=port(p),
-                                         cidr6=ip6 + "/64", gateway6=GATEWAY6))
-                         for p, (mac, ip4, ip6) in PODS.items())
+        node.pods = {}
+        for iface, (pod, ifname, net, mac, ip4, ip6) in IFACES.items():
+            first = pod not in node.pods
+            made = node.attach(iface, "br-int", mac, ip4 + "/24", iface_id=port(iface), ifname=ifname,
+                               gateway=NETWORKS[net][0].rsplit(".", 1)[0] + ".1" if first else None,
+                               cidr6=ip6 and ip6 + "/64", gateway6=GATEWAY6 if ip6 else None,
+                               into=None if first else node.pods[pod])
+            node.pods.setdefault(pod, made)
         node.wait_hv()
         yield node
         assert node.log_errors() == [], "the daemons logged errors"
@@ -73,19 +88,20 @@ def node():
         node.stop()
 
 
-def policy(spec, name="web"):
-    return check_policy({"metadata": {"namespace": "tenant-a", "name": name,
-                                      "annotations": {POLICY_FOR: "ovn4nfv.k8s/" + NET}}, "spec": spec})
+def policy(spec, name="web", networks="net1"):
+    return check_policy({"metadata": {"namespace": "tenant-a", "name": name, "annotations": {
+        POLICY_FOR: ", ".join("ovn4nfv.k8s/" + n for n in networks.split(","))}}, "spec": spec})
 
 
 def enforce(node, *items):
-    """Plan the policies ``items`` (``(policy, selected pods, {(direction,
-    rule index): peer pods})``) with the product's composite kind, as the
-    only ones (``overridden``), and wait until ovn-controller has them."""
-    resolved = [(str(i), {"name": checked.key, "policy": checked, "switches": [NET],
-                          "members": [port(p) for p in pods],
-                          "peers": dict((k, [a for p in v for a in PODS[p][1:]]) for k, v in (peers or {}).items())})
-                for i, (checked, pods, peers) in enumerate(items)]
+    """Plan the policies ``items`` (``(policy, selected interfaces,
+    {(direction, rule index): peer interfaces})``) with the product's
+    composite kind, as the only ones (``overridden``), and wait until
+    ovn-controller has them."""
+    resolved = [(str(i), {"name": checked.key, "policy": checked, "switches": [n.name for n in checked.networks],
+                          "members": [port(p) for p in chosen],
+                          "peers": dict((k, [a for p in v for a in addresses(p)]) for k, v in (peers or {}).items())})
+                for i, (checked, chosen, peers) in enumerate(items)]
     with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES_POLICIES) as db:
         execute(db, lambda view: plan_policies(view, resolved, "overridden"), write=True)
     node.wait_hv()
@@ -95,9 +111,20 @@ def enforce(node, *items):
     assert unread == [], "ovn-controller could not read a rendered match"
 
 
+def where(iface, family=4):
+    """(the namespace of ``iface``'s pod, the interface's address)."""
+    return node_pod(iface), IFACES[iface][4 if family == 4 else 5]
+
+
+def node_pod(iface):
+    return IFACES[iface][0]
+
+
 def talk(node, client, server, port_number=8080, family=4):
-    address = PODS[server][1 if family == 4 else 2]
-    reply, source = tcp_exchange(node.pods[server], node.pods[client], address, port_number, timeout=SHORT)
+    """Whether a TCP connection from interface ``client``'s pod to interface
+    ``server``'s address is made and answered."""
+    pod, address = where(server, family)
+    reply, _source = tcp_exchange(node.pods[pod], node.pods[node_pod(client)], address, port_number, timeout=SHORT)
     return reply is not None
 
 
@@ -112,7 +139,7 @@ def test_an_ingress_deny_keeps_the_replies_of_the_pod_s_own_connections(node):
     assert talk(node, "a", "d"), "another pod of the network is not isolated"
     # the negative control: without the anchor the switch has no conntrack,
     # and the replies look new to the default deny
-    node.box.nbctl("acl-del", NET)
+    node.box.nbctl("acl-del", "net1")
     node.wait_hv()
     assert not talk(node, "c", "a"), "without the anchor the replies are dropped: the anchor is what lets them in"
     enforce(node, (policy(DENY_IN), ["c"], None))
@@ -143,3 +170,40 @@ def test_an_ip_block_admits_its_cidr_less_its_excepts(node):
     assert talk(node, "a", "c"), "inside the cidr"
     assert not talk(node, "d", "c"), "inside an except"
     assert not talk(node, "a", "c", family=6), "the block is IPv4: IPv6 stays denied"
+
+
+def test_udp_and_sctp_ports(node):
+    checked = policy({"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}], "ports": [
+        {"protocol": "UDP", "port": 5353}, {"protocol": "SCTP", "port": 3868}]}]}, name="l4")
+    enforce(node, (checked, ["c"], {(INGRESS, 0): ["a"]}))
+    pod, address = where("c")
+    assert udp_exchange(node.pods[pod], node.pods["a"], address, 5353, timeout=SHORT)[0] == "pong:ping", \
+        "a datagram in and its answer out (conntrack's UDP)"
+    assert udp_exchange(node.pods[pod], node.pods["a"], address, 5354, timeout=SHORT) == (None, None)
+    assert sctp_reaches(node.pods[pod], node.pods["a"], address, 3868, timeout=SHORT), "an SCTP INIT to the port"
+    assert not sctp_reaches(node.pods[pod], node.pods["a"], address, 3869, timeout=SHORT)
+    assert not talk(node, "a", "c", 5353), "the rule is UDP's, not TCP's"
+
+
+def test_a_policy_for_one_network_leaves_the_pod_s_other_interface_open(node):
+    enforce(node, (policy(DENY_IN, name="m-net1"), ["m1"], None))
+    assert not talk(node, "a", "m1"), "m's net1 interface is isolated"
+    assert talk(node, "b", "m2"), "m's net2 interface is not the policy's"
+
+
+def test_traffic_between_networks_passes_both_ends_policies(node):
+    """b (net2) to c (net1) through the router: b's egress on net2, then
+    c's ingress on net1; each end decides for itself, and both must allow."""
+    into_c = policy({"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "172.16.2.0/24"}}]}]},
+                    name="c-from-net2")
+    enforce(node, (into_c, ["c"], None))
+    assert talk(node, "b", "c"), "c admits net2, and b is not isolated"
+    assert not talk(node, "a", "c"), "c admits net2 only"
+    enforce(node, (into_c, ["c"], None), (policy(DENY_EG, name="b-out", networks="net2"), ["b"], None))
+    assert not talk(node, "b", "c"), "b's own network's egress deny stops it, whatever c admits"
+    allow_b = policy({"podSelector": {}, "policyTypes": ["Egress"], "egress": [
+        {"to": [{"ipBlock": {"cidr": "172.16.1.0/24"}}], "ports": [{"port": 8080}]}]}, name="b-out", networks="net2")
+    enforce(node, (into_c, ["c"], None), (allow_b, ["b"], None))
+    assert talk(node, "b", "c"), "both ends allow: through, replies included"
+    enforce(node, (policy(DENY_IN, name="c-from-net2"), ["c"], None), (allow_b, ["b"], None))
+    assert not talk(node, "b", "c"), "b may send, but c no longer admits"

@@ -211,3 +211,101 @@ def tcp_exchange(server_ns, client_ns, address, port, timeout=10, bind=None, ser
         if server.poll() is None:
             server.kill()
             server.wait(5)
+
+
+UDP_SERVER = r"""
+import socket, sys
+srv = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
+srv.bind((sys.argv[1], int(sys.argv[2])))
+srv.settimeout(float(sys.argv[3]))
+print("listening", flush=True)
+data, peer = srv.recvfrom(100)
+srv.sendto(b"pong:" + data, peer)
+print(peer[0], flush=True)
+"""
+
+UDP_CLIENT = r"""
+import socket, sys
+conn = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
+conn.settimeout(float(sys.argv[3]))
+conn.sendto(b"ping", (sys.argv[1], int(sys.argv[2])))
+print(conn.recvfrom(100)[0].decode())
+"""
+
+
+def udp_exchange(server_ns, client_ns, address, port, timeout=10):
+    """One datagram from ``client_ns`` to a server in ``server_ns`` on
+    ``address``:``port``, and its answer back (small: no fragments).
+    Returns (the client's answer, the source the server saw), or (None,
+    None) when either way was dropped within ``timeout``."""
+    server = subprocess.Popen(["ip", "netns", "exec", ns_name(server_ns), "python3", "-c", UDP_SERVER,
+                               address, str(port), str(timeout)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert server.stdout.readline().strip() == "listening"
+        client = ip("python3", "-c", UDP_CLIENT, address, str(port), str(timeout), netns=client_ns, check=False)
+        out, _err = server.communicate(timeout=timeout + 5)
+        if client.returncode != 0 or server.returncode != 0:
+            return None, None
+        return client.stdout.strip(), out.strip().splitlines()[-1]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(5)
+
+
+# SCTP without the kernel's SCTP (this kernel has none): an INIT chunk sent
+# and caught on raw IP sockets (protocol 132), which see every packet of the
+# protocol whether or not a handler is loaded. The checksum is CRC32c, as
+# RFC 9260 says, so that conntrack does not take the packet for invalid.
+SCTP_RAW = r"""
+import socket, struct, sys
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+role, address, port, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, 132)
+raw.settimeout(timeout)
+if role == "send":
+    init = struct.pack("!BBHIIHHI", 1, 0, 20, 0x1234ABCD, 65535, 1, 1, 0x1234)
+    header = struct.pack("!HHII", 40000, port, 0, 0)
+    packet = header + init
+    packet = packet[:8] + struct.pack("<I", crc32c(packet)) + packet[12:]
+    raw.sendto(packet, (address, 0))
+    print("sent", flush=True)
+else:
+    import time
+    deadline = time.monotonic() + timeout
+    print("listening", flush=True)
+    while time.monotonic() < deadline:
+        raw.settimeout(max(0.05, deadline - time.monotonic()))
+        data, peer = raw.recvfrom(2048)
+        ihl = (data[0] & 0x0F) * 4
+        dst = struct.unpack("!H", data[ihl + 2:ihl + 4])[0]
+        if dst == port and data[ihl + 12] == 1:
+            print(peer[0], flush=True)
+            break
+"""
+
+
+def sctp_reaches(server_ns, client_ns, address, port, timeout=5):
+    """Whether an SCTP INIT from ``client_ns`` to ``address``:``port`` (IPv4)
+    arrives in ``server_ns`` within ``timeout``."""
+    server = subprocess.Popen(["ip", "netns", "exec", ns_name(server_ns), "python3", "-c", SCTP_RAW,
+                               "catch", address, str(port), str(timeout)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert server.stdout.readline().strip() == "listening"
+        ip("python3", "-c", SCTP_RAW, "send", address, str(port), str(timeout), netns=client_ns)
+        out, _err = server.communicate(timeout=timeout + 5)
+        return server.returncode == 0 and bool(out.strip())
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(5)
