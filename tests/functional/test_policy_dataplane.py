@@ -15,6 +15,7 @@ test_policy_watcher.py).
 """
 
 import os
+import time
 
 import pytest
 
@@ -30,7 +31,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
-from tests.harness.dataplane import Node, sctp_reaches, tcp_exchange, udp_exchange
+from tests.harness.dataplane import Node, ip as ip_run, sctp_reaches, tcp_exchange, udp_exchange
 
 NETWORKS = {"net1": ("172.16.1.0/24", "fd00:1::/64"), "net2": ("172.16.2.0/24", None)}
 GATEWAY6 = "fd00:1::1"
@@ -207,3 +208,61 @@ def test_traffic_between_networks_passes_both_ends_policies(node):
     assert talk(node, "b", "c"), "both ends allow: through, replies included"
     enforce(node, (policy(DENY_IN, name="c-from-net2"), ["c"], None), (allow_b, ["b"], None))
     assert not talk(node, "b", "c"), "b may send, but c no longer admits"
+
+
+FLOOD = r"""
+import socket, sys, time
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+start = time.monotonic()
+for _ in range(int(sys.argv[3])):
+    sock.sendto(b"x", (sys.argv[1], int(sys.argv[2])))
+print("%.3f" % (time.monotonic() - start))
+"""
+
+
+def drop_logs(node):
+    with open(os.path.join(node.box.dir, "ovn-controller.log")) as handle:
+        return sum(1 for line in handle if "acl_log" in line and "deny:in:net1" in line)
+
+
+def settled_drop_logs(node, before, timeout=15):
+    """The count of drop log lines once it stops growing: ovn-controller
+    writes them as the packets reach it (bounded in time)."""
+    deadline, last, steady = time.monotonic() + timeout, -1, 0
+    while time.monotonic() < deadline and steady < 5:
+        now = drop_logs(node) - before
+        steady = steady + 1 if now == last and now > 0 else 0
+        last = now
+        time.sleep(0.2)
+    return last
+
+
+def ip_in(netns, *args):
+    return ip_run(*args, netns=netns).stdout.strip()
+
+
+def flood(node, count):
+    pod, address = where("c")
+    return float(ip_in(node.pods["a"], "python3", "-c", FLOOD, address, "9", str(count)))
+
+
+def test_drops_are_logged_through_a_meter_so_a_flood_cannot_flood_the_log(node):
+    enforce(node, (policy(DENY_IN), ["c"], None))
+    rate = 20
+    meter, = [r for r in node.box.rows("nb", "Meter")]
+    band, = node.box.rows("nb", "Meter_Band")
+    assert (meter["name"], meter["fair"], band["rate"], band["burst_size"]) == ("ovn4nfv-acl-log", True, rate, rate)
+    before = drop_logs(node)
+    sent = flood(node, 2000)
+    logged = settled_drop_logs(node, before)
+    print("drop log: 2000 sent in %.2f s, %d lines with the meter" % (sent, logged))
+    assert 1 <= logged <= rate * (sent + 2) + rate, "2,000 drops, %d lines in %.2f s" % (logged, sent)
+    # the negative control: the same flood without the meter logs many more
+    deny = [r for r in node.box.rows("nb", "ACL") if r["action"] == "drop"][0]
+    node.box.nbctl("clear", "ACL", deny["_uuid"], "meter")
+    node.wait_hv()
+    before = drop_logs(node)
+    sent = flood(node, 2000)
+    unmetered = settled_drop_logs(node, before)
+    print("drop log: 2000 sent in %.2f s, %d lines without it" % (sent, unmetered))
+    assert unmetered > rate * (sent + 2) + rate, "without the meter the log takes them all"

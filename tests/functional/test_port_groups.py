@@ -12,7 +12,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connectio
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import reconcile
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.operations import render_ops
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_acls import (
-    PortGroup, PortGroupACL, SwitchACL)
+    Meter, PortGroup, PortGroupACL, SwitchACL)
 
 ACL = {"group": "pg_web", "direction": "to-lport", "priority": 12000,
        "match": "outport == @pg_web && tcp.dst == 80", "action": "allow-related", "name": "mnp:a/web:in0"}
@@ -140,3 +140,20 @@ def test_bad_input_is_refused_by_field_and_nothing_is_written(nb, resource, item
     with pytest.raises(ValidationError, match=problem):
         run(nb, resource, [item])
     assert (groups(nb), acls(nb)) == before
+
+
+def test_a_meter_with_its_band(nb):
+    meter = {"name": "log-meter", "unit": "pktps", "fair": True, "rate": 20, "burst_size": 20}
+    assert [c.action for c in run(nb, Meter(), [meter]).changes] == ["create"]
+    row, = nb.rows("nb", "Meter")
+    band, = nb.rows("nb", "Meter_Band")
+    assert (row["name"], row["unit"], row["fair"], row["bands"]) == ("log-meter", "pktps", True, band["_uuid"])
+    assert (band["action"], band["rate"], band["burst_size"]) == ("drop", 20, 20)
+    assert not run(nb, Meter(), [meter]).changed
+    plan = run(nb, Meter(), [dict(meter, rate=50)])
+    assert plan.operations() == ["update meter log-meter: rate 20 -> 50"]
+    assert nb.rows("nb", "Meter_Band")[0]["_uuid"] == band["_uuid"] and nb.rows("nb", "Meter_Band")[0]["rate"] == 50
+    with pytest.raises(ValidationError, match=r"config\[0\]\.rate: 0 is out of range"):
+        run(nb, Meter(), [dict(meter, rate=0)])
+    run(nb, Meter(), [], state="overridden")
+    assert nb.rows("nb", "Meter") == [] and nb.rows("nb", "Meter_Band") == []

@@ -45,13 +45,15 @@ from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import Change, Plan, plan, validate_config
 from ..ovsdb.view import cell
-from ..resources.nb_acls import PortGroup, PortGroupACL, SwitchACL
+from ..resources.nb_acls import Meter, PortGroup, PortGroupACL, SwitchACL
 from ..resources.nb_policies import AddressSet
 from . import networks as vn
 from . import policy_render as render
 from .policy_model import EGRESS, INGRESS, Policy
 
-TABLES = ("Logical_Switch", "Logical_Switch_Port", "Port_Group", "ACL", "Address_Set")
+TABLES = ("Logical_Switch", "Logical_Switch_Port", "Port_Group", "ACL", "Address_Set", "Meter", "Meter_Band")
+# drop log lines a second per default deny, by default (ovn-kubernetes' acl-logging rate)
+LOG_RATE = 20
 DIRECTIONS = (INGRESS, EGRESS)
 
 
@@ -94,6 +96,9 @@ class MultiNetworkPolicies(CompositeKind):
 
     name = "multi_network_policy"
     noun = "policy"
+
+    def __init__(self, log_rate=LOG_RATE):
+        self.log_rate = log_rate
 
     def read(self, view):
         return read_policies(view)
@@ -158,6 +163,11 @@ class MultiNetworkPolicies(CompositeKind):
              cur.parent.name in set(g["name"] for g in deny_groups))
         _add(result, view, SwitchACL(), anchors,
              lambda cur: _ids(cur, "ACL").get(ROLE) == ROLE_ACL_ANCHOR and cur.parent.name in networks)
+        if deny_acls:
+            # the drops' meter: made with the first default deny, kept after
+            meter = Meter()
+            result.batch.add(plan(meter, validate_config(meter, [render.log_meter(self.log_rate)], "merged"),
+                                  "merged", view))
 
 
 def _ids(current, table):
@@ -232,7 +242,8 @@ def _deny_rows(view, after, networks):
 
 
 def _acl_item(acl, group, marks):
-    item = dict((k, acl[k]) for k in ("direction", "priority", "match", "action", "name", "options"))
+    item = dict((k, acl[k]) for k in ("direction", "priority", "match", "action", "name", "options", "log",
+                                      "severity", "meter") if k in acl)
     item.update(group=group, external_ids=marks)
     return item
 
@@ -297,7 +308,8 @@ def plan_forget_addresses(view, addresses):
     return result
 
 
-def plan_policies(view, items, state):
+def plan_policies(view, items, state, log_rate=LOG_RATE):
     """The :class:`~..ovsdb.execution.CompositePlan` of resolved policies
-    (``items``: (where, item) pairs) in ``state``."""
-    return plan_declared(MultiNetworkPolicies(), view, items, state)
+    (``items``: (where, item) pairs) in ``state``; the default denies' drop
+    logs at ``log_rate`` lines a second each."""
+    return plan_declared(MultiNetworkPolicies(log_rate), view, items, state)

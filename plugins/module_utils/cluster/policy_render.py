@@ -43,7 +43,7 @@ __metaclass__ = type
 import hashlib
 import re
 
-from ..common.marks import DENY_GROUP_PREFIX, POLICY_GROUP_PREFIX
+from ..common.marks import DENY_GROUP_PREFIX, METER_ACL_LOG, POLICY_GROUP_PREFIX
 from .policy_model import EGRESS, INGRESS
 
 BASELINE_TOP = 29999
@@ -183,12 +183,20 @@ def policy_acls(policy, stateful=True):
 
 def deny_acls(network, direction):
     """A network's default deny in ``direction`` and its holes: the drop
-    is logged (through the product's meter, set by the caller)."""
+    is logged, at ``info``, through the product's meter (a bucket per
+    ACL), so that a flood of refused packets cannot flood the log."""
     group = deny_group(network, direction)
     subject = subject_match(group, direction)
     name = "deny:%s:%s" % (_SHORT[direction], network)
-    return [_acl(direction, DENY_HOLES, "%s && (arp || nd)" % subject, "allow", name, "holes"),
-            _acl(direction, DEFAULT_DENY, subject, "drop", name, "deny")]
+    drop = _acl(direction, DEFAULT_DENY, subject, "drop", name, "deny")
+    drop.update(log=True, severity="info", meter=METER_ACL_LOG)
+    return [_acl(direction, DENY_HOLES, "%s && (arp || nd)" % subject, "allow", name, "holes"), drop]
+
+
+def log_meter(rate):
+    """The meter of the drop logs: ``rate`` log lines a second per ACL,
+    and as many again in a burst."""
+    return {"name": METER_ACL_LOG, "unit": "pktps", "fair": True, "rate": rate, "burst_size": rate}
 
 
 def anchor_acl(network, gateway4=None, gateway6=None):

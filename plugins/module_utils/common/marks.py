@@ -136,6 +136,8 @@ K_POLICY_RULE = "ovn4nfv-policy-rule"
 K_DEFAULT_DENY = "ovn4nfv-default-deny"
 # the conntrack anchor ACL of a network with isolated ports (a ROLE)
 ROLE_ACL_ANCHOR = "policy-conntrack"
+# the meter every default deny's drop log goes through
+METER_ACL_LOG = "ovn4nfv-acl-log"
 
 # --------------------------------------------------------------------------
 # Names outside the databases: CNI configurations, the node, the API, files
@@ -298,6 +300,8 @@ CONTRACT = {
                        "the watcher (cluster/multi_policies.py)", "cluster/multi_policies.py, the audit, the trace"),
     "ROLE_ACL_ANCHOR": (KIND_VALUE, "ROLE on the ACL of a switch that keeps its conntrack on",
                         "the watcher (cluster/multi_policies.py)", "cluster/multi_policies.py, the audit"),
+    "METER_ACL_LOG": (KIND_NAME, "Meter.name of the meter of the default denies' drop logs (ACL.meter)",
+                      "the watcher (cluster/multi_policies.py)", "ovn-controller; the audit"),
     "VIRTUAL_NETWORK_SCOPE": (KIND_NAME, "a MultiNetworkPolicy's k8s.v1.cni.cncf.io/policy-for annotation, "
                               "as <scope>/<network>", "tenants (their policies)",
                               "cluster/policy_model.py (parse_policy_for)"),

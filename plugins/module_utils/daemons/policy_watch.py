@@ -184,7 +184,8 @@ class Policies:
                         view, [(key, {"name": key})], "deleted"), write=True)
                 else:
                     result = execute(nb, lambda view: multi_policies.plan_policies(
-                        view, [(key, self.resolve(view, checked, switches))], "replaced"), write=True)
+                        view, [(key, self.resolve(view, checked, switches))], "replaced",
+                        self.config.policy_log_rate), write=True)
             except ValidationError as exc:
                 self.report(raw, exc.reason or policy_model.INVALID,
                             "%s; nothing of it is applied, and what was applied of it before stays" % exc)

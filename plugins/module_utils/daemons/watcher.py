@@ -87,10 +87,12 @@ class Config(daemon.Settings):
         "ovsdb_timeout": 10,
         "max_backoff_seconds": 30,
         "policies": True,              # serve MultiNetworkPolicy (k8s.cni.cncf.io/v1beta1)
+        "policy_log_rate": 20,         # dropped-packet log lines a second, per network's default deny
     }
 
     def check(self):
-        for key in ("workers", "batch_size", "resync_seconds", "watch_seconds", "address_seconds", "ovsdb_timeout"):
+        for key in ("workers", "batch_size", "resync_seconds", "watch_seconds", "address_seconds", "ovsdb_timeout",
+                    "policy_log_rate"):
             if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
                 raise ValidationError("watcher config: %s: %r is not a positive number" % (key, getattr(self, key)))
         ovsdb.parse_remote(self.nb_db, "nb_db")

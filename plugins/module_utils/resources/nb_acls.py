@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to ovn4nfv.k8s
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Port groups and ACLs as reconcile resources.
+"""Port groups, ACLs and meters as reconcile resources.
 
 A port group (``@name`` in a match) holds switch ports, by name here;
 its members change as pods come and go, so a change is written as set
@@ -173,3 +173,57 @@ class SwitchACL(_ACL):
     tables = ("Logical_Switch", "ACL")
     identity = ("switch", "direction", "priority", "match")
     parent = Parent("switch", "Logical_Switch", "acls", "switch", ovn_name)
+
+
+class Meter(Resource):
+    """A meter with one drop band: ``rate`` (of ``unit``) and ``burst_size``;
+    ``fair``, a bucket per user (per ACL, for ACL logging)."""
+
+    name = "meter"
+    schema = NB_SCHEMA
+    table = "Meter"
+    tables = ("Meter", "Meter_Band")
+    fields = (
+        Field("name", default=""),
+        Field("unit", default="pktps"),
+        Field("fair", kind="optional"),
+        Field("rate", table="Meter_Band", default=1),
+        Field("burst_size", table="Meter_Band", default=0),
+        external_ids_field(),
+    )
+
+    def validate(self, item, where, state):
+        if "name" not in item:
+            raise ValidationError("%s.name: a name is required" % where)
+        ovn_name(item["name"], where + ".name")
+        check_maps(item, where, ("external_ids",))
+        if state == "deleted":
+            return item
+        if item.get("unit", "pktps") not in ("pktps", "kbps"):
+            raise ValidationError("%s.unit: %r is not pktps or kbps" % (where, item.get("unit")))
+        in_range(item.get("rate"), 1, 4294967295, where + ".rate")
+        if "burst_size" in item:
+            in_range(item["burst_size"], 0, 4294967295, where + ".burst_size")
+        if "fair" in item and not isinstance(item["fair"], bool):
+            raise ValidationError("%s.fair: %r is not true or false" % (where, item["fair"]))
+        return item
+
+    def extra_rows(self, row):
+        bands = list(row.bands)
+        return {"Meter_Band": bands[0]} if len(bands) == 1 else {}
+
+    def make_current(self, row, parent_row, view):
+        # a meter of several bands is not one this resource made or can say
+        if len(list(row.bands)) != 1:
+            return None
+        return super(Meter, self).make_current(row, parent_row, view)
+
+    def create_ops(self, item, cols, parent_row, view):
+        band_values = {"action": "drop", "rate": cols[("Meter_Band", "rate")],
+                       "burst_size": cols.get(("Meter_Band", "burst_size")) or 0}
+        band = view.new_row("Meter_Band", band_values)
+        values = dict((column, value) for (table, column), value in cols.items()
+                      if table == self.table and value not in (None, [], {}))
+        values["bands"] = [band]
+        meter = view.new_row(self.table, values)
+        return [Op("insert", "Meter_Band", band, value=band_values), Op("insert", self.table, meter, value=values)]
