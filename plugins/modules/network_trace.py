@@ -133,12 +133,16 @@ verdict:
   type: str
   sample: delivered
 where:
-  description: Where the packet was delivered or dropped, in words.
+  description: Where the packet was delivered or dropped, in words (a drop by a named ACL says its name).
   returned: always
   type: str
   sample: to port default_pod-w2a_eth0 on ovn-net1 (bound on worker2)
 hops:
-  description: Each datapath the packet entered or left, in order, with the stages that acted on it.
+  description:
+    - Each datapath the packet entered or left, in order, with the stages that acted on it (C(events), each
+      with its C(kind), C(stage), C(match) and C(actions)).
+    - An ACL that refused the packet is an event of kind V(acl); a logged one also has C(acl), its name
+      (a policy's default deny is V(deny:in:<network>) or V(deny:eg:<network>)).
   returned: always
   type: list
   elements: dict

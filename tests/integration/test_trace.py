@@ -5,7 +5,8 @@ source, and bad requests refused before anything is read."""
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import multi_policies, networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import POLICY_FOR, check_policy
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
@@ -103,3 +104,45 @@ def test_network_trace_examples_and_verdicts(cluster, collections_path):
         assert r[case].get("failed") is True, case
         for word in words:
             assert word in r[case]["msg"], (case, word, r[case]["msg"])
+
+
+def test_a_packet_a_policy_drops_names_the_acl(cluster, collections_path):
+    """Default denies on both stages the product uses: to-lport (ingress)
+    and from-lport after the load balancer (egress); each drop is named."""
+    box = cluster
+    policies = []
+    for name, spec, network in (
+            ("web-in", {"podSelector": {}, "ingress": []}, "ovn-net2"),
+            ("w1b-out", {"podSelector": {}, "policyTypes": ["Egress"], "egress": []}, "ovn-net1")):
+        checked = check_policy({"metadata": {"namespace": "default", "name": name,
+                                             "annotations": {POLICY_FOR: "ovn4nfv.k8s/" + network}}, "spec": spec})
+        policies.append(checked)
+    items = [("p0", {"name": policies[0].key, "policy": policies[0], "switches": ["ovn-net2"],
+                     "members": ["default_web-w2_net1"], "peers": {}}),
+             ("p1", {"name": policies[1].key, "policy": policies[1], "switches": ["ovn-net1"],
+                     "members": ["default_pod-w1b_eth0"], "peers": {}})]
+    with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, multi_policies.TABLES) as db:
+        execute(db, lambda v: multi_policies.plan_policies(v, items, "replaced"), write=True)
+    box.nbctl("--wait=sb", "sync")
+    tasks = [trace_task("into_web", {"source": {"port": "default_pod-w1a_eth0"},
+                                     "destination": {"pod": "web-w2", "interface": "net1"},
+                                     "protocol": "tcp", "port": 80}, box.sb_db),
+             trace_task("out_of_w1b", {"source": {"port": "default_pod-w1b_eth0"},
+                                       "destination": {"address": "172.16.33.5"}, "protocol": "tcp", "port": 80},
+                        box.sb_db),
+             trace_task("untouched", {"source": {"port": "default_pod-w1a_eth0"},
+                                      "destination": {"address": "172.16.33.5"}, "protocol": "tcp", "port": 80},
+                        box.sb_db)]
+    r, proc = run_playbook(collections_path, tasks, module_defaults={"group/ovn4nfv.k8s.ovsdb": {"timeout": 20}})
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    for case, network, stage in (("into_web", "ovn-net2", "ls_out_acl"), ("out_of_w1b", "ovn-net1", "ls_in_acl")):
+        assert r[case]["verdict"] == "dropped", r[case]
+        events = [e for h in r[case]["hops"] for e in h["events"] if e["kind"] == "acl"]
+        assert [e.get("acl") for e in events] == ["deny:%s:%s" % ("in" if case == "into_web" else "eg", network)], \
+            r[case]["lines"]
+        assert events[0]["stage"].startswith(stage), events
+        assert r[case]["where"].startswith("by %s %s" % (network, stage)) and \
+            "ACL deny:" in r[case]["where"], r[case]["where"]
+    assert r["out_of_w1b"]["hops"][0]["events"][0]["stage"].startswith("ls_in_acl_after_lb"), \
+        "egress is judged after the load balancer"
+    assert r["untouched"]["verdict"] == "delivered", "w1a is not isolated, nor is w2a"

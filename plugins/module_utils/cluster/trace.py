@@ -42,8 +42,12 @@ _EVENTS = (
     ("route", re.compile(r"^lr_in_ip_routing$")),
     ("nat", re.compile(r"^lr_(in_dnat|in_unsnat|out_snat|out_undnat)$")),
     ("load balancer", re.compile(r"^l[sr]_in_(lb|dnat)$")),
-    ("acl", re.compile(r"^ls_(in|out)_acl(_eval)?$")),
+    # before and after the load balancer (from-lport with apply-after-lb), and to-lport
+    ("acl", re.compile(r"^ls_(in|out)_acl(_after_lb)?(_eval)?$")),
 )
+# a logged ACL's name, in its flow's actions: the product's say which
+# policy, rule or network's default deny
+_ACL_NAME = re.compile(r'log\(name="([^"]+)"')
 _HEADER = re.compile(r'^(ingress|egress)\(dp="([^"]+)", inport="([^"]*)"(?:, outport="([^"]*)")?\)$')
 _STAGE = re.compile(r"^\s*\d+\. (\w+) \([^)]*\): (.*), priority (\d+), uuid \w+$")
 _OUTPUT = re.compile(r'^\s*/\* output to "([^"]+)", type "([^"]*)" \*/$')
@@ -197,6 +201,15 @@ def run(remote, switch, flow, timeout=30, tls=None):
     return done.stdout
 
 
+def _refuses(actions):
+    """Whether an ACL stage's actions refuse the packet: ``drop`` or
+    ``reject``, or (a logged ACL, or a drop of a connection conntrack
+    knows, which OVN writes as a commit that blocks it) a log that says so."""
+    text = " ".join(actions)
+    return any(a.startswith(("drop", "reject")) for a in actions) or "verdict=drop" in text or \
+        "verdict=reject" in text or "ct_mark.blocked = 1" in text
+
+
 def _event(stage, match, priority, actions):
     if priority == 0 or match == "1":
         return None
@@ -204,10 +217,16 @@ def _event(stage, match, priority, actions):
         if pattern.match(stage):
             if kind == "load balancer" and not any("ct_lb" in a for a in actions):
                 kind = "nat" if stage.startswith("lr_") else None
-            if kind == "acl" and not any(a.startswith(("drop", "reject")) for a in actions):
+            if kind == "acl" and not _refuses(actions):
                 return None
-            return {"kind": kind, "stage": stage, "match": match,
-                    "actions": [a for a in actions if not a.startswith("/*")]} if kind else None
+            if not kind:
+                return None
+            event = {"kind": kind, "stage": stage, "match": match,
+                     "actions": [a for a in actions if not a.startswith("/*")]}
+            named = _ACL_NAME.search(" ".join(actions)) if kind == "acl" else None
+            if named:
+                event["acl"] = named.group(1)
+            return event
     return None
 
 
@@ -265,8 +284,15 @@ def parse(text, chassis_of=None):
         verdict, where = "dropped", "by %s %s (%s)" % (dropped["datapath"], dropped["stage"], dropped["match"])
     else:
         last = hops[-1] if hops else None
-        verdict, where = "dropped", ("after %s: no stage output it" % last["datapath"]) if last else \
-            "before the first stage: the source port matches no flow"
+        refused = [e for e in (last or {}).get("events", ()) if e["kind"] == "acl"]
+        if refused:
+            # a logged ACL drops without a drop action: its log says so
+            acl = refused[-1]
+            verdict, where = "dropped", "by %s %s%s (%s)" % (
+                last["datapath"], acl["stage"], (" ACL %s" % acl["acl"]) if acl.get("acl") else "", acl["match"])
+        else:
+            verdict, where = "dropped", ("after %s: no stage output it" % last["datapath"]) if last else \
+                "before the first stage: the source port matches no flow"
     return {"hops": hops, "verdict": verdict, "where": where}
 
 
