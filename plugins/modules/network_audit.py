@@ -19,7 +19,9 @@ description:
     with no port; V(duplicate_ip), one address held twice on a network; V(duplicate_mac), one MAC held
     twice; V(address_outside_network), an address outside its network's subnet; V(network_drift), a
     network whose switch, router port or routes no longer match the settings recorded when it was
-    declared; V(port_not_bound), a
+    declared; V(policy_drift), a tenant's policy whose port groups, ACLs or network's default deny no
+    longer match what was made of it (an ACL or a member changed by hand); V(policy_address_stale), an
+    address in a policy's address set that no switch port holds; V(port_not_bound), a
     running pod's port bound to no chassis; V(port_bound_elsewhere), bound to another node's chassis
     than the pod's; V(gateway_on_missing_chassis), a gateway router pinned to a chassis that is not
     registered; V(stale_chassis), a chassis whose node the API no longer has (its encapsulations

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import audit
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import policy_render as render
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.multi_policies import TABLES, plan_policies
@@ -200,3 +201,30 @@ def test_a_gone_pod_s_addresses_leave_every_address_set_with_its_ports(nb):
         gone = execute(db, lambda v: pod_ports.plan_release(v, "tenant-a", "cli"), write=True)
     assert any(op.table == "Address_Set" for op in gone.ops), "in the transaction that deletes its port"
     assert state(nb)[1][peers] == ["172.16.1.99"]
+
+
+def test_the_audit_finds_hand_made_drift_in_a_policy_s_rows_and_mends_it(nb):
+    """Found from the NB alone (what the group records of the policy), and
+    mended by planning it again: an ACL's action edited, a member taken out
+    of the default deny, the anchor deleted, a stale address added."""
+    run(nb, [web(peers=()), {"name": OUT.key, "policy": OUT, "switches": ["net1"], "members": ["p-a"], "peers": {}}])
+    healthy = state(nb)
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
+        assert execute(db, lambda v: audit.audit(v)[0], write=False) == [], "nothing on the healthy rows"
+    group = render.policy_group(WEB.key)
+    allow = [r for r in nb.rows("nb", "ACL") if r["match"] == render.policy_acls(WEB)[0]["match"]][0]
+    nb.nbctl("set", "ACL", allow["_uuid"], "action=allow")
+    nb.nbctl("clear", "Port_Group", render.deny_group("net1", INGRESS), "ports")
+    nb.nbctl("acl-del", "net1")
+    nb.nbctl("add", "Address_Set", render.peer_set(group, INGRESS, 0, 4), "addresses", '"172.16.1.77"')
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
+        found = execute(db, lambda v: audit.audit(v)[0], write=False)
+        assert sorted((f["class"], f["objects"][0]) for f in found) == [
+            ("policy_address_stale", render.peer_set(group, INGRESS, 0, 4)),
+            ("policy_drift", OUT.key), ("policy_drift", WEB.key)], found
+        assert "action 'allow' -> 'allow-related'" in " ".join(f["message"] for f in found)
+        execute(db, lambda v: audit.plan_repair(v, found), write=True)
+        assert execute(db, lambda v: audit.audit(v)[0], write=False) == [], "mended"
+    groups, sets, acls = state(nb)
+    assert (groups, acls) == (healthy[0], healthy[2])
+    assert sets[render.peer_set(group, INGRESS, 0, 4)] == [], "the stale address went"

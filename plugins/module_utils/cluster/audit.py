@@ -33,12 +33,13 @@ from ..common.marks import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, NETWORK_KEY, 
 from ..ovsdb.execution import Batch, execute
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
-from . import annotations, networks as vn
+from . import annotations, multi_policies, networks as vn, policy_audit
 from .pod_addresses import Pod, held_addresses, is_pod_port
 from .pod_ports import pinned, plan_delete, plan_pod
 from .topology import TABLES, role_of
 
-NB_TABLES = TABLES     # the topology's: a network's drift is planned as the network would be
+# the topology's (a network's drift is planned as the network would be), and the policies'
+NB_TABLES = TABLES + tuple(t for t in multi_policies.TABLES if t not in TABLES)
 SB_TABLES = ("Port_Binding", "Chassis", "Chassis_Private", "Encap", "SB_Global")
 LEAKED = "leaked_port"
 MISSING = "missing_port"
@@ -50,7 +51,8 @@ ELSEWHERE = "port_bound_elsewhere"
 GATEWAY = "gateway_on_missing_chassis"
 DRIFT = "network_drift"
 STALE = "stale_chassis"
-CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT, UNBOUND, ELSEWHERE, GATEWAY, STALE)
+CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT) + policy_audit.CLASSES + (
+    UNBOUND, ELSEWHERE, GATEWAY, STALE)
 
 
 def finding(kind, severity, layer, objects, message, repair=None):
@@ -249,7 +251,7 @@ def audit_chassis(sb, nodes):
 def audit(nb, sb=None, pods=None, nodes=None):
     """Every finding, and the classes skipped for want of a layer.
     ``nodes``, the names of the API's nodes (None or empty: not known)."""
-    findings, skipped = audit_addresses(nb) + audit_networks(nb), []
+    findings, skipped = audit_addresses(nb) + audit_networks(nb) + policy_audit.audit_policies(nb, finding), []
     if pods is not None:
         findings += audit_pods(nb, pods)
     else:
@@ -293,6 +295,8 @@ def plan_repair(nb, findings, pods=()):
             plan_, _why = _drift_plan(nb, row)
             for resource_plan in (plan_.batch.plans if plan_ is not None else []):
                 batch.add(resource_plan)
+    for resource_plan in policy_audit.plan_policy_repair(nb, findings).plans:
+        batch.add(resource_plan)
     return batch
 
 
