@@ -227,8 +227,7 @@ def test_namespaces_are_objects_with_labels(api):
     server.create_namespace("red", {"team": "r"})
     server.create_pod("green", "a")                               # its namespace first
     assert _watch(core.list_namespace, rv=rv) == [("MODIFIED", "blue"), ("ADDED", "red"), ("ADDED", "green")]
-    assert core.read_namespace("blue").metadata.labels == {"tenant": "green",
-                                                            "kubernetes.io/metadata.name": "blue"}
+    assert core.read_namespace("blue").metadata.labels == {"tenant": "green", "kubernetes.io/metadata.name": "blue"}
     assert core.read_namespace("green").metadata.labels == {"kubernetes.io/metadata.name": "green"}
     kinds = [(t, o["kind"], o["metadata"]["name"]) for _rv, t, o in server.history]
     assert kinds.index(("ADDED", "Namespace", "green")) < kinds.index(("ADDED", "Pod", "a"))

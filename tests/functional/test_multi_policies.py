@@ -61,12 +61,16 @@ def run(box, items, state="replaced"):
                                                       state), write=True)
 
 
+def as_list(value):
+    """A set column as ovsdb-client prints it: one member bare, more as a list."""
+    return [value] if isinstance(value, str) else value
+
+
 def state(box):
     """The product's policy rows, from outside: ``{group: members}``,
     ``{set: addresses}``, and ACLs as ``(where, direction, priority, match,
     action)``."""
     ports = dict((r["_uuid"], r["name"]) for r in box.rows("nb", "Logical_Switch_Port"))
-    as_list = lambda v: [v] if isinstance(v, str) else v  # noqa: E731 - one member prints bare
     groups = dict((r["name"], sorted(ports[u] for u in as_list(r["ports"]))) for r in box.rows("nb", "Port_Group")
                   if r["external_ids"].get(OWNER_KEY))
     sets = dict((r["name"], sorted(as_list(r["addresses"]))) for r in box.rows("nb", "Address_Set")
@@ -190,8 +194,8 @@ def test_a_new_pod_s_port_joins_its_policies_groups_in_the_transaction_that_make
 
 def test_a_gone_pod_s_addresses_leave_every_address_set_with_its_ports(nb):
     owner = pod_ports.Pod("tenant-a", "cli", "uid-cli")
-    reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([{"name": "net1", "interface": "eth1",
-                                                              "ipAddress": "172.16.1.10/24"}])})[1]
+    asked = [{"name": "net1", "interface": "eth1", "ipAddress": "172.16.1.10/24"}]
+    reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps(asked)})[1]
     with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
         execute(db, lambda v: pod_ports.plan_pod(v, owner, reqs), write=True)
     run(nb, [web(peers=("172.16.1.10", "172.16.1.99"))])

@@ -249,7 +249,7 @@ def flood(node, count):
 def test_drops_are_logged_through_a_meter_so_a_flood_cannot_flood_the_log(node):
     enforce(node, (policy(DENY_IN), ["c"], None))
     rate = 20
-    meter, = [r for r in node.box.rows("nb", "Meter")]
+    meter, = node.box.rows("nb", "Meter")
     band, = node.box.rows("nb", "Meter_Band")
     assert (meter["name"], meter["fair"], band["rate"], band["burst_size"]) == ("ovn4nfv-acl-log", True, rate, rate)
     before = drop_logs(node)

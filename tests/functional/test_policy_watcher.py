@@ -31,6 +31,9 @@ def env(tmp_path_factory, collections_path):
         api.create_pod("tenant-b", "other", ovn_network({"name": "net1", "interface": "eth1"}), labels={"app": "cli"})
         cluster.ifaces = dict(((ns, name), cluster.annotated(ns, name))
                               for ns, name in (("tenant-a", "web"), ("tenant-a", "cli"), ("tenant-b", "other")))
+        # every test may count on this one (each module's tests may run on another worker)
+        api.create_policy("tenant-a", "web-in", {"podSelector": {"matchLabels": {"app": "web"}}, "ingress": [
+            {"from": [{"podSelector": {"matchLabels": {"app": "cli"}}}]}]}, {POLICY_FOR: "ovn4nfv.k8s/net1"})
         yield cluster
     finally:
         cluster.stop()
@@ -76,8 +79,6 @@ def policy(env, name, spec, networks="ovn4nfv.k8s/net1", namespace="tenant-a"):
 
 
 def test_a_policy_isolates_the_pods_it_selects_on_its_network_only(env):
-    policy(env, "web-in", {"podSelector": {"matchLabels": {"app": "web"}},
-                           "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "cli"}}}]}]})
     group = render.policy_group("tenant-a/web-in")
     web1 = port_of(env, "tenant-a", "web", "eth1")
     groups, sets = wait_nb(env, lambda g, s: g.get(group) == {web1})

@@ -191,20 +191,27 @@ print(conn.recv(100).decode())
 
 def tcp_exchange(server_ns, client_ns, address, port, timeout=10, bind=None, server_port=None):
     """Run a one-shot TCP server in ``server_ns`` and a client in
-    ``client_ns`` (IPv4 or IPv6, as ``address`` is). Returns (client's reply, source address the server saw),
-    or (None, None) when no connection was made within ``timeout``. The
-    server listens on ``address``:``port`` unless ``bind`` and
-    ``server_port`` say otherwise (a VIP's backend)."""
-    server = subprocess.Popen(["ip", "netns", "exec", ns_name(server_ns), "python3", "-c", TCP_SERVER,
-                               bind or address, str(server_port or port), str(timeout)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True)
+    ``client_ns`` (IPv4 or IPv6, as ``address`` is). Returns (client's
+    reply, source address the server saw), or (None, None) when no
+    connection was made within ``timeout``. The server listens on
+    ``address``:``port`` unless ``bind`` and ``server_port`` say otherwise
+    (a VIP's backend)."""
+    return _exchange(TCP_SERVER, TCP_CLIENT, server_ns, client_ns, address, port, timeout,
+                     bind or address, server_port or port)
+
+
+def _exchange(server_script, client_script, server_ns, client_ns, address, port, timeout, bind, server_port):
+    """A one-shot server (``server_script``, listening on ``bind``:``server_port``)
+    and its client (``client_script``, to ``address``:``port``); see
+    :func:`tcp_exchange`."""
+    server = subprocess.Popen(["ip", "netns", "exec", ns_name(server_ns), "python3", "-c", server_script,
+                               bind, str(server_port), str(timeout)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     try:
         assert server.stdout.readline().strip() == "listening"
-        client = ip("python3", "-c", TCP_CLIENT, address, str(port), str(timeout),
-                    netns=client_ns, check=False)
+        client = ip("python3", "-c", client_script, address, str(port), str(timeout), netns=client_ns, check=False)
         out, _err = server.communicate(timeout=timeout + 5)
-        if client.returncode != 0:
+        if client.returncode != 0 or server.returncode != 0:
             return None, None
         return client.stdout.strip(), out.strip().splitlines()[-1]
     finally:
@@ -238,20 +245,7 @@ def udp_exchange(server_ns, client_ns, address, port, timeout=10):
     ``address``:``port``, and its answer back (small: no fragments).
     Returns (the client's answer, the source the server saw), or (None,
     None) when either way was dropped within ``timeout``."""
-    server = subprocess.Popen(["ip", "netns", "exec", ns_name(server_ns), "python3", "-c", UDP_SERVER,
-                               address, str(port), str(timeout)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-    try:
-        assert server.stdout.readline().strip() == "listening"
-        client = ip("python3", "-c", UDP_CLIENT, address, str(port), str(timeout), netns=client_ns, check=False)
-        out, _err = server.communicate(timeout=timeout + 5)
-        if client.returncode != 0 or server.returncode != 0:
-            return None, None
-        return client.stdout.strip(), out.strip().splitlines()[-1]
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait(5)
+    return _exchange(UDP_SERVER, UDP_CLIENT, server_ns, client_ns, address, port, timeout, address, port)
 
 
 # SCTP without the kernel's SCTP (this kernel has none): an INIT chunk sent

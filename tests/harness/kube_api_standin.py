@@ -263,8 +263,8 @@ class Invalid(ValueError):
     def __init__(self, kind, name, causes):
         self.kind, self.name, self.causes = kind, name, list(causes)
         said = ["%s: %s" % (field, message) for field, _reason, message in self.causes]
-        super().__init__('%s "%s" is invalid: %s' % (kind, name, said[0] if len(said) == 1
-                                                      else "[%s]" % ", ".join(said)))
+        detail = said[0] if len(said) == 1 else "[%s]" % ", ".join(said)
+        super().__init__('%s "%s" is invalid: %s' % (kind, name, detail))
 
     def status(self):
         group = self.kind.partition(".")[2]

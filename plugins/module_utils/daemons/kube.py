@@ -13,6 +13,7 @@ import datetime
 import json
 import logging
 import re
+import threading
 import time
 
 from ..common.workqueue import Backoff
@@ -245,3 +246,20 @@ class ListWatch:
         delay = backoff.next()
         LOG.warning("%s: %s; retrying in %.1fs", self.what, why, delay)
         self.stopping.wait(delay)
+
+
+def start_threads(watches, work, name):
+    """The threads of ``watches`` (:class:`ListWatch`) and one worker
+    running ``work``, named ``name``, started; returned, to be joined."""
+    threads = [threading.Thread(target=w.run, name="watch-" + w.what, daemon=True) for w in watches]
+    threads.append(threading.Thread(target=work, name=name, daemon=True))
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def stop_threads(queue, watches):
+    """End a worker's ``queue`` and its ``watches``."""
+    queue.shutdown()
+    for watch in watches:
+        watch.stop()

@@ -96,16 +96,10 @@ class Policies:
     # -- threads -------------------------------------------------------------
     def start(self):
         """The watch threads and one worker; returns them, to be joined."""
-        threads = [threading.Thread(target=w.run, name="watch-" + w.what, daemon=True) for w in self.watches]
-        threads.append(threading.Thread(target=self._work, name="policies-worker", daemon=True))
-        for thread in threads:
-            thread.start()
-        return threads
+        return kube.start_threads(self.watches, self._work, "policies-worker")
 
     def stop(self):
-        self.queue.shutdown()
-        for watch in self.watches:
-            watch.stop()
+        kube.stop_threads(self.queue, self.watches)
 
     # -- caches --------------------------------------------------------------
     def relist_policies(self):
