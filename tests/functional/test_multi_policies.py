@@ -232,3 +232,14 @@ def test_the_audit_finds_hand_made_drift_in_a_policy_s_rows_and_mends_it(nb):
     groups, sets, acls = state(nb)
     assert (groups, acls) == (healthy[0], healthy[2])
     assert sets[render.peer_set(group, INGRESS, 0, 4)] == [], "the stale address went"
+
+
+def test_a_peer_set_changes_by_mutation(nb):
+    run(nb, [web(peers=["172.16.1.%d" % i for i in range(10, 60)])])
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        plan = execute(db, lambda v: plan_policies(v, [("p", web(peers=["172.16.1.%d" % i for i in range(11, 61)]))],
+                                                   "replaced"), write=True)
+    ops = [(op.op, op.mutator, op.value) for op in plan.ops if op.table == "Address_Set"]
+    assert ops == [("mutate", "delete", ["172.16.1.10"]), ("mutate", "insert", ["172.16.1.60"])], \
+        "one address out, one in: the set is not rewritten"
+    assert len(state(nb)[1][render.peer_set(render.policy_group(WEB.key), INGRESS, 0, 4)]) == 50

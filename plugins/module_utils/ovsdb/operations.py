@@ -46,6 +46,23 @@ class Op:
         self.mutator = mutator
 
 
+def set_mutations(table, row, column, have, want, removed=None, added=None):
+    """The ops that bring ``row``'s set ``column`` from ``have`` to ``want``
+    (sets) as mutations: members deleted, then inserted, each written as
+    ``removed(member)`` and ``added(member)`` (the member itself by
+    default): a large set is never rewritten for one member."""
+    ops = []
+    if have - want:
+        ops.append(Op("mutate", table, row, column, [(removed or _same)(v) for v in sorted(have - want)], "delete"))
+    if want - have:
+        ops.append(Op("mutate", table, row, column, [(added or _same)(v) for v in sorted(want - have)], "insert"))
+    return ops
+
+
+def _same(value):
+    return value
+
+
 def _resolve(value, created):
     if isinstance(value, NewRow):
         return created[value.uuid_name]

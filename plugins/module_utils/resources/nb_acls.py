@@ -22,7 +22,7 @@ from ..common.errors import ValidationError
 from ..common.naming import in_range, ovn_name
 from ..ovsdb.connection import NB_SCHEMA
 from ..ovsdb.fields import Field
-from ..ovsdb.operations import Op
+from ..ovsdb.operations import Op, set_mutations
 from ..ovsdb.resource import Parent, Resource
 from .nb_common import check_maps, external_ids_field
 
@@ -106,14 +106,9 @@ class PortGroup(Resource):
         have = set(current.cols.get(where) or [])
         rest = dict((k, v) for k, v in cols.items() if k != where)
         ops = super(PortGroup, self).update_ops(current, rest, view)
-        row = current.rows[self.table]
-        if have - want:
-            ops.append(Op("mutate", self.table, row, "ports",
-                          [current.members[p] for p in sorted(have - want)], "delete"))
-        if want - have:
-            ops.append(Op("mutate", self.table, row, "ports",
-                          [view.lookup("Logical_Switch_Port", p) for p in sorted(want - have)], "insert"))
-        return ops
+        return ops + set_mutations(self.table, current.rows[self.table], "ports", have, want,
+                                   removed=lambda p: current.members[p],
+                                   added=lambda p: view.lookup("Logical_Switch_Port", p))
 
 
 class _ACL(Resource):

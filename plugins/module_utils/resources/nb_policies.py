@@ -18,6 +18,7 @@ from ..common.errors import ValidationError
 from ..common.naming import in_range, ovn_name
 from ..ovsdb.connection import NB_SCHEMA
 from ..ovsdb.fields import Field
+from ..ovsdb.operations import set_mutations
 from ..ovsdb.resource import Parent, Resource
 from .nb_common import check_maps, external_ids_field, required_name
 
@@ -105,8 +106,19 @@ class AddressSet(Resource):
     tables = ("Address_Set",)
 
     def __init__(self, addresses=False):
+        self.addresses = addresses
         self.fields = (Field("name", default=""), external_ids_field()) + (
             (Field("addresses", kind="set"),) if addresses else ())
+
+    def update_ops(self, current, cols, view):
+        """Addresses added and removed as set mutations: a set of a
+        thousand pods' addresses is not rewritten for one pod."""
+        where = (self.table, "addresses")
+        if not self.addresses:
+            return super(AddressSet, self).update_ops(current, cols, view)
+        want, have = set(cols[where]), set(current.cols.get(where) or [])
+        ops = super(AddressSet, self).update_ops(current, dict((k, v) for k, v in cols.items() if k != where), view)
+        return ops + set_mutations(self.table, current.rows[self.table], "addresses", have, want)
 
     def validate(self, item, where, state):
         required_name(item, where)
