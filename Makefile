@@ -138,7 +138,7 @@ bench: venv
 # Debian 13; the lab's topology runs mixed, so that every role also runs on
 # Debian 12 (the central and worker2) beside Debian 13 (worker1).
 # A failed scenario ends with the tasks that failed: CI shows only the tail.
-MOLECULE_SCENARIOS := ovs:trixie ovn_central:trixie ovn_controller:trixie node_gateway:trixie cni:trixie \
+MOLECULE_SCENARIOS := node:trixie ovn_central:trixie cni:trixie \
   watcher:trixie central_cluster:trixie topology:mixed
 molecule: venv
 	$(PY) -m lab deps
