@@ -57,18 +57,20 @@ LOG_RATE = 20
 DIRECTIONS = (INGRESS, EGRESS)
 
 
-def _owned(ids):
-    return ids.get(OWNER_KEY) == OWNER_VALUE
+def policy_rows(view, table):
+    """``(row, external_ids)`` of the rows of ``table`` that are the
+    product's and a policy's (its port group, address sets, ACLs)."""
+    for row in view.rows(table):
+        ids = cell(row, "external_ids")
+        if ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(K_POLICY):
+            yield row, ids
 
 
 def read_policies(view):
     """``{<namespace>/<name>: object}`` of the policies the NB enforces:
     ``spec`` (as rendered), ``switches``, ``types`` and ``members``."""
     out = {}
-    for row in view.rows("Port_Group"):
-        ids = cell(row, "external_ids")
-        if not _owned(ids) or not ids.get(K_POLICY):
-            continue
+    for row, ids in policy_rows(view, "Port_Group"):
         try:
             recorded = json.loads(ids.get(K_POLICY_SPEC) or "{}")
         except ValueError:
@@ -82,12 +84,15 @@ def read_policies(view):
 
 
 def port_switches(view):
-    """``{port name: switch name}`` of every switch port, in one pass."""
-    out = {}
-    for switch in view.rows("Logical_Switch"):
-        for port in switch.ports:
-            out[port.name] = switch.name
-    return out
+    """``{port name: switch name}`` of every switch port: one pass over the
+    switches per view, however many policies a plan checks."""
+    def make():
+        out = {}
+        for switch in view.rows("Logical_Switch"):
+            for port in switch.ports:
+                out[port.name] = switch.name
+        return out
+    return view.cached("port-switches", make)
 
 
 class MultiNetworkPolicies(CompositeKind):
@@ -270,10 +275,7 @@ def groups_for(view, namespace, labels, switch):
     directions those policies isolate (where they exist already; where
     they do not, the policy's own plan makes them next)."""
     groups, directions = [], set()
-    for row in view.rows("Port_Group"):
-        ids = cell(row, "external_ids")
-        if not _owned(ids) or not ids.get(K_POLICY):
-            continue
+    for row, ids in policy_rows(view, "Port_Group"):
         recorded = _recorded(ids.get(K_POLICY_SPEC) or "")
         if recorded is None:
             continue
@@ -297,10 +299,7 @@ def plan_forget_addresses(view, addresses):
     result = Plan(AddressSet(addresses=True), "merged")
     if not gone:
         return result
-    for row in view.rows("Address_Set"):
-        ids = cell(row, "external_ids")
-        if not _owned(ids) or not ids.get(K_POLICY):
-            continue
+    for row, _ids in policy_rows(view, "Address_Set"):
         held = sorted(gone & set(cell(row, "addresses")))
         if held:
             result.changes.append(Change("update", row.name, {"addresses": held}, {"addresses": []},

@@ -18,7 +18,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ..common.errors import ValidationError
-from ..common.marks import K_POLICY, OWNER_KEY, OWNER_VALUE
 from ..ovsdb.execution import Batch
 from ..ovsdb.view import cell
 from . import multi_policies
@@ -69,12 +68,10 @@ def _stale(view):
     for row in view.rows("Logical_Switch_Port"):
         held.update(str(ip) for ip in held_addresses(row)[1])
     out = {}
-    for row in view.rows("Address_Set"):
-        ids = cell(row, "external_ids")
-        if ids.get(K_POLICY) and ids.get(OWNER_KEY) == OWNER_VALUE:
-            gone = sorted(a for a in cell(row, "addresses") if a not in held)
-            if gone:
-                out[row.name] = gone
+    for row, _ids in multi_policies.policy_rows(view, "Address_Set"):
+        gone = sorted(a for a in cell(row, "addresses") if a not in held)
+        if gone:
+            out[row.name] = gone
     return out
 
 
