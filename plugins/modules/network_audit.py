@@ -21,7 +21,9 @@ description:
     network whose switch, router port or routes no longer match the settings recorded when it was
     declared; V(policy_drift), a tenant's policy whose port groups, ACLs or network's default deny no
     longer match what was made of it (an ACL or a member changed by hand); V(policy_address_stale), an
-    address in a policy's address set that no switch port holds; V(port_not_bound), a
+    address in a policy's (or the baseline's) address set that no switch port holds; V(baseline_drift),
+    a rule of the operator's baseline (M(ovn4nfv.k8s.network_policy)) whose ACL or address sets no
+    longer match what its ACL records; V(port_not_bound), a
     running pod's port bound to no chassis; V(port_bound_elsewhere), bound to another node's chassis
     than the pod's; V(gateway_on_missing_chassis), a gateway router pinned to a chassis that is not
     registered; V(stale_chassis), a chassis whose node the API no longer has (its encapsulations

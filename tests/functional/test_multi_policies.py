@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import audit
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import audit, baseline
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import policy_render as render
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.multi_policies import TABLES, plan_policies
@@ -243,3 +243,38 @@ def test_a_peer_set_changes_by_mutation(nb):
     assert ops == [("mutate", "delete", ["172.16.1.10"]), ("mutate", "insert", ["172.16.1.60"])], \
         "one address out, one in: the set is not rewritten"
     assert len(state(nb)[1][render.peer_set(render.policy_group(WEB.key), INGRESS, 0, 4)]) == 50
+
+
+APART = {"name": "apart", "network": "net1", "peers": [{"network": "net2"}]}
+SCRAPE = {"name": "scrape", "network": "net1", "action": "allow", "priority": 6000,
+          "peers": [{"namespace_selector": {"matchLabels": {"role": "mon"}}}]}
+
+
+def test_the_baseline_s_peer_sets_and_the_audit_of_its_rules(nb):
+    """The watcher's side of a baseline rule: its selector peers' addresses,
+    by family, from what ``resolve`` picks; then an ACL edited by hand and an
+    address no port holds, each found and mended from the NB alone."""
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
+        execute(db, lambda v: baseline.plan_baseline(v, [("config[0]", APART), ("config[1]", SCRAPE)], "merged"),
+                write=True)
+        asked = []
+
+        def resolve(namespaces, pods):
+            asked.append((namespaces.to_dict(), pods.to_dict()))
+            return ["172.16.1.10", "fd00:1::10"] if namespaces.matches({"role": "mon"}) else []
+        execute(db, lambda v: baseline.plan_peer_sets(v, resolve), write=True)
+        assert asked == [({"matchLabels": {"role": "mon"}}, {})] * 2, "once per family's set"
+    held = dict((r["name"], sorted(as_list(r["addresses"]))) for r in nb.rows("nb", "Address_Set"))
+    v4, v6 = baseline.address_set("scrape", 4), baseline.address_set("scrape", 6)
+    assert held == {v4: ["172.16.1.10"], v6: ["fd00:1::10"]}
+    apart = [r for r in nb.rows("nb", "ACL") if r["name"] == "base:apart"][0]
+    nb.nbctl("set", "ACL", apart["_uuid"], 'match="ip4.dst == 172.16.1.0/24"')
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
+        found = execute(db, lambda v: audit.audit(v)[0], write=False)
+        assert sorted((f["class"], f["objects"]) for f in found) == [
+            ("baseline_drift", ["apart"]), ("policy_address_stale", [v4]), ("policy_address_stale", [v6])], found
+        execute(db, lambda v: audit.plan_repair(v, found), write=True)
+        assert execute(db, lambda v: audit.audit(v)[0], write=False) == [], "mended"
+    mended = [r for r in nb.rows("nb", "ACL") if r["name"] == "base:apart"]
+    assert [r["match"] for r in mended] == ["ip4.dst == 172.16.1.0/24 && ip4.src == 172.16.2.0/24"]
+    assert all(as_list(r["addresses"]) == [] for r in nb.rows("nb", "Address_Set"))

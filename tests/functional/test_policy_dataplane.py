@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import baseline, networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.multi_policies import (
     TABLES as TABLES_POLICIES, plan_policies)
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import (
@@ -266,3 +266,46 @@ def test_drops_are_logged_through_a_meter_so_a_flood_cannot_flood_the_log(node):
     unmetered = settled_drop_logs(node, before)
     print("drop log: 2000 sent in %.2f s, %d lines without it" % (sent, unmetered))
     assert unmetered > rate * (sent + 2) + rate, "without the meter the log takes them all"
+
+
+def baseline_rules(node, *rules):
+    """Make ``rules`` the operator's whole baseline (the network_policy
+    module's plan), and wait until ovn-controller has it."""
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, tuple(sorted(set(TABLES + baseline.TABLES)))) as db:
+        execute(db, lambda v: baseline.plan_baseline(v, [("config[%d]" % i, r) for i, r in enumerate(rules)],
+                                                     "overridden" if rules else "deleted"), write=True)
+    node.wait_hv()
+    with open(os.path.join(node.box.dir, "ovn-controller.log")) as handle:
+        unread = [line for line in handle if "error parsing" in line]
+    assert unread == [], "ovn-controller could not read a rendered match"
+
+
+APART = {"name": "net1-not-from-net2", "network": "net1", "peers": [{"network": "net2"}]}
+
+
+def test_the_operator_s_baseline_wins_over_a_tenant_s_allow_and_over_its_default_deny(node):
+    try:
+        # the tenant isolates c and admits a (its network) and b (through the router)
+        enforce(node, (policy({"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}), ["c"],
+                       {(INGRESS, 0): ["a", "b"]}))
+        assert talk(node, "a", "c") and talk(node, "b", "c")
+        baseline_rules(node, APART)
+        assert not talk(node, "b", "c"), "the baseline's deny over the tenant's allow"
+        assert talk(node, "a", "c"), "from its own network, the tenant's allow stands"
+        assert not talk(node, "b", "d"), "d, which no tenant isolates, is guarded as well"
+        assert talk(node, "d", "b"), "what net1 starts gets its replies: net1 is stateful (the tenant's anchor)"
+        assert not talk(node, "m1", "c"), "m1 is not among the tenant's peers"
+        baseline_rules(node, APART, {"name": "admit-m", "network": "net1", "action": "allow", "priority": 6000,
+                                     "peers": [{"cidr": "172.16.1.14/32"}]})
+        assert talk(node, "m1", "c"), "the baseline's allow over the tenant's default deny"
+        # "accepts only from a", on both families (neighbour discovery is left to the link)
+        enforce(node)
+        baseline_rules(node, {"name": "only-a", "network": "net1",
+                              "except": [{"cidr": "172.16.1.10/32"}, {"cidr": "fd00:1::10/128"}]})
+        assert talk(node, "a", "d") and talk(node, "a", "d", family=6)
+        assert not talk(node, "c", "d") and not talk(node, "c", "d", family=6)
+        assert not talk(node, "m2", "d"), "nor from net2"
+        assert talk(node, "d", "b"), "net1's own connections out are not what it accepts"
+    finally:
+        baseline_rules(node)
+        enforce(node)

@@ -7,10 +7,12 @@ stream (an IDL of the test's, not the watcher's) and reads from outside."""
 
 import pytest
 
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import audit, baseline
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import policy_render as render
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import INGRESS, POLICY_FOR
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import K_POLICY, OWNER_KEY
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import K_BASELINE, K_POLICY, OWNER_KEY
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 
 from tests.harness.watcher_env import Cluster, ovn_network
 
@@ -57,7 +59,7 @@ def nb_state(idl):
     groups = dict((g.name, set(p.name for p in g.ports)) for g in idl.tables["Port_Group"].rows.values()
                   if g.external_ids.get(OWNER_KEY))
     sets = dict((s.name, set(s.addresses)) for s in idl.tables["Address_Set"].rows.values()
-                if s.external_ids.get(K_POLICY))
+                if s.external_ids.get(K_POLICY) or s.external_ids.get(K_BASELINE))
     return groups, sets
 
 
@@ -111,6 +113,35 @@ def test_a_namespace_selector_follows_the_namespace_s_labels(env):
     wait_nb(env, lambda g, s: s.get(peers) == {other})
     env.api.delete_policy("tenant-a", "from-b")
     wait_nb(env, lambda g, s: peers not in s and render.policy_group("tenant-a/from-b") not in g)
+
+
+def test_the_baseline_s_selector_peers_follow_pods_and_namespaces(env):
+    """An operator's rule (the network_policy module's plan) whose peers
+    are the pods of the namespaces a selector picks: the watcher fills its
+    address set when the rule appears, and keeps it as labels change."""
+    rule = {"name": "from-team-b", "network": "net1",
+            "peers": [{"namespace_selector": {"matchLabels": {"team": "b"}}, "pod_selector": {}}]}
+
+    def declare(state, config):
+        with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
+            execute(db, lambda v: baseline.plan_baseline(v, config, state), write=True)
+    declare("merged", [("config[0]", rule)])
+    v4, v6 = baseline.address_set("from-team-b", 4), baseline.address_set("from-team-b", 6)
+    other = address(env, "tenant-b", "other")
+    wait_nb(env, lambda g, s: s.get(v4) == {other} and s.get(v6) == set())
+    env.api.label_namespace("tenant-b", {"team": "c"})
+    wait_nb(env, lambda g, s: s.get(v4) == set())
+    env.api.label_namespace("tenant-b", {"team": "b"})
+    wait_nb(env, lambda g, s: s.get(v4) == {other})
+    # every namespace, the pods labelled role=x: none, until the pod is
+    declare("merged", [("config[0]", {"name": "from-team-b", "peers": [
+        {"namespace_selector": {}, "pod_selector": {"matchLabels": {"role": "x"}}}]})])
+    wait_nb(env, lambda g, s: s.get(v4) == set())
+    env.api.set_labels("tenant-b", "other", {"app": "cli", "role": "x"})
+    wait_nb(env, lambda g, s: s.get(v4) == {other})
+    env.api.set_labels("tenant-b", "other", {"app": "cli"})
+    declare("deleted", [("config[0]", {"name": "from-team-b"})])
+    wait_nb(env, lambda g, s: v4 not in s and v6 not in s)
 
 
 def test_a_network_named_by_its_attachment(env):

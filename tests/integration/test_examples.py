@@ -18,7 +18,7 @@ BUILDING_BLOCKS = ["ovs_bridge", "ovs_port", "ovn_chassis", "ovs_info",
                    "ovn_logical_switch", "ovn_logical_router", "ovn_logical_switch_port",
                    "ovn_logical_router_port", "ovn_static_route", "ovn_nat", "ovn_load_balancer",
                    "ovn_info"]
-CLUSTER = ["cluster_topology", "node_gateway", "virtual_network", "cluster_network", "network_chain"]
+CLUSTER = ["cluster_topology", "node_gateway", "virtual_network", "cluster_network", "network_chain", "network_policy"]
 # Their db follows their database option, so each task gets the sandbox's
 # NB or SB remote (the servers here do not act on Connection rows).
 LISTENERS = ["ovn_connection"]

@@ -38,7 +38,7 @@ import json
 
 from ..common.errors import ValidationError
 from ..common.marks import (
-    K_DEFAULT_DENY, K_POLICY, K_POLICY_RULE, K_POLICY_SPEC, NETWORK_KEY, OWNER_KEY, OWNER_VALUE, ROLE,
+    K_BASELINE, K_DEFAULT_DENY, K_POLICY, K_POLICY_RULE, K_POLICY_SPEC, NETWORK_KEY, OWNER_KEY, OWNER_VALUE, ROLE,
     ROLE_ACL_ANCHOR)
 from ..common.selectors import parse_selector
 from ..ovsdb.declared import CompositeKind, plan_declared
@@ -64,6 +64,15 @@ def policy_rows(view, table):
         ids = cell(row, "external_ids")
         if ids.get(OWNER_KEY) == OWNER_VALUE and ids.get(K_POLICY):
             yield row, ids
+
+
+def policy_address_sets(view):
+    """The product's address sets that admit or refuse pods by address:
+    the tenants' policies' and the operator's baseline's."""
+    for row in view.rows("Address_Set"):
+        ids = cell(row, "external_ids")
+        if ids.get(OWNER_KEY) == OWNER_VALUE and (ids.get(K_POLICY) or ids.get(K_BASELINE)):
+            yield row
 
 
 def read_policies(view):
@@ -291,15 +300,15 @@ def groups_for(view, namespace, labels, switch):
 
 
 def plan_forget_addresses(view, addresses):
-    """A plan that takes ``addresses`` (strings) out of every policy's
-    address set that holds them: what a pod's deletion carries in its own
+    """A plan that takes ``addresses`` (strings) out of every policy's (and
+    the baseline's) address set that holds them: what a pod's deletion carries in its own
     transaction, so that no pod given the address next inherits what the
     gone one was allowed."""
     gone = set(addresses)
     result = Plan(AddressSet(addresses=True), "merged")
     if not gone:
         return result
-    for row, _ids in policy_rows(view, "Address_Set"):
+    for row in policy_address_sets(view):
         held = sorted(gone & set(cell(row, "addresses")))
         if held:
             result.changes.append(Change("update", row.name, {"addresses": held}, {"addresses": []},

@@ -8,7 +8,9 @@ A policy's port group records the policy as it was rendered
 too. So what the policy should be made of can be planned again without the
 API, and a plan that changes anything is drift: an ACL edited, added or
 deleted by hand, a default-deny group that lost or gained a member, an
-anchor gone. The repair is that plan. Separately, an address in a policy's
+anchor gone. The repair is that plan. The operator's baseline rules record
+themselves on their ACLs (``cluster/baseline.py``): one edited by hand is
+found and made again the same way. Separately, an address in a policy's
 address set that no switch port holds is stale: a pod that went, whose
 address another pod may be given next (and inherit what it was allowed).
 """
@@ -20,14 +22,15 @@ __metaclass__ = type
 from ..common.errors import ValidationError
 from ..ovsdb.execution import Batch
 from ..ovsdb.view import cell
-from . import multi_policies
+from . import baseline, multi_policies
 from . import policy_render as render
 from .pod_addresses import held_addresses
 from .policy_model import POLICY_FOR, check_policy
 
 POLICY_DRIFT = "policy_drift"
 STALE_ADDRESS = "policy_address_stale"
-CLASSES = (POLICY_DRIFT, STALE_ADDRESS)
+BASELINE_DRIFT = "baseline_drift"
+CLASSES = (POLICY_DRIFT, STALE_ADDRESS, BASELINE_DRIFT)
 
 
 def _recorded_item(view, current):
@@ -68,7 +71,7 @@ def _stale(view):
     for row in view.rows("Logical_Switch_Port"):
         held.update(str(ip) for ip in held_addresses(row)[1])
     out = {}
-    for row, _ids in multi_policies.policy_rows(view, "Address_Set"):
+    for row in multi_policies.policy_address_sets(view):
         gone = sorted(a for a in cell(row, "addresses") if a not in held)
         if gone:
             out[row.name] = gone
@@ -88,6 +91,22 @@ def audit_policies(view, finding):
             out.append(finding(POLICY_DRIFT, "error", "nb", [key], "policy %s no longer matches what was made "
                                "of it: %s" % (key, "; ".join(plan.batch.operations())),
                                "make policy %s as recorded" % key))
+    try:
+        rules = baseline.read_baseline(view)
+    except ValidationError as exc:
+        rules = {}
+        out.append(finding(BASELINE_DRIFT, "error", "nb", [], "%s" % exc))
+    for name, rule in sorted(rules.items()):
+        try:
+            plan = baseline.plan_baseline(view, [(name, rule)], "replaced")
+        except ValidationError as exc:
+            out.append(finding(BASELINE_DRIFT, "error", "nb", [name], "baseline rule %s cannot be made again "
+                               "from what its ACL records: %s" % (name, "; ".join(exc.problems))))
+            continue
+        if plan.changed:
+            out.append(finding(BASELINE_DRIFT, "error", "nb", [name], "baseline rule %s no longer matches what "
+                               "was made of it: %s" % (name, "; ".join(plan.batch.operations())),
+                               "make baseline rule %s as recorded" % name))
     for name, addresses in sorted(_stale(view).items()):
         out.append(finding(STALE_ADDRESS, "warning", "nb", [name],
                            "address set %s holds %s, which no switch port holds: a pod given it next would "
@@ -110,6 +129,12 @@ def plan_policy_repair(view, findings):
     if items:
         # one plan for them all: policies on one network share its default deny
         for part in multi_policies.plan_policies(view, items, "replaced").batch.plans:
+            batch.add(part)
+    rules = sorted(set(o for f in findings if f["class"] == BASELINE_DRIFT and f["repair"] for o in f["objects"]))
+    if rules:
+        recorded = baseline.read_baseline(view)
+        for part in baseline.plan_baseline(view, [(n, recorded[n]) for n in rules if n in recorded],
+                                           "replaced").batch.plans:
             batch.add(part)
     if any(f["class"] == STALE_ADDRESS and f["repair"] for f in findings):
         gone = sorted(set(a for addresses in _stale(view).values() for a in addresses))

@@ -328,7 +328,7 @@ def _rules(problems, spec, direction, peers_key, namespace):
         ports = _list(problems, rule, "ports", where)
         peers = [_collect(problems, _peer, p, "%s.%s[%d]" % (where, peers_key, i), namespace)
                  for i, p in enumerate(peers)]
-        ports = [_collect(problems, _port, p, "%s.ports[%d]" % (where, i)) for i, p in enumerate(ports)]
+        ports = [_collect(problems, parse_port, p, "%s.ports[%d]" % (where, i)) for i, p in enumerate(ports)]
         if len(problems) == before:
             rules.append(Rule(peers, ports))
     return rules
@@ -390,25 +390,27 @@ def _block(value, where):
     return Peer(cidr=cidr, excepted=sorted(excepted))
 
 
-def _port(value, where):
+def parse_port(value, where, end_key="endPort"):
+    """A :class:`Port` from ``{protocol, port, <end_key>}`` (the API's
+    ``endPort``; the baseline module's ``end_port``)."""
     if not isinstance(value, dict):
         raise ValidationError("%s: %r is not a port" % (where, value))
     protocol = value.get("protocol", "TCP")
     if protocol not in PROTOCOLS:
         raise ValidationError("%s.protocol: %r is not one of %s" % (where, protocol, ", ".join(PROTOCOLS)))
-    port, end = value.get("port"), value.get("endPort")
+    port, end = value.get("port"), value.get(end_key)
     if isinstance(port, str):
         raise ValidationError("%s.port: %r is a named port; give its number (named ports resolve per pod, "
                               "which this product does not track)" % (where, port))
     if port is not None:
         _port_number(port, where + ".port")
     if end is not None:
-        _port_number(end, where + ".endPort")
+        _port_number(end, "%s.%s" % (where, end_key))
         if port is None:
-            raise ValidationError("%s.endPort: %r needs a numeric port to start the range" % (where, end))
+            raise ValidationError("%s.%s: %r needs a numeric port to start the range" % (where, end_key, end))
         if end < port:
-            raise ValidationError("%s.endPort: %r is below the port %r; the range is port..endPort" % (
-                where, end, port))
+            raise ValidationError("%s.%s: %r is below the port %r; the range is port..%s" % (
+                where, end_key, end, port, end_key))
     return Port(protocol, port, end)
 
 

@@ -68,7 +68,7 @@ def _digest(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
-def _identifier(prefix, readable, identity):
+def identifier(prefix, readable, identity):
     """``prefix`` + ``readable`` (as an identifier, cut) + ``_`` + 8 hex of
     ``identity``: unique by the digest, findable by eye by the rest."""
     return "%s%s_%s" % (prefix, _NOT_IDENTIFIER.sub("_", readable)[:_READABLE], _digest(identity))
@@ -76,12 +76,12 @@ def _identifier(prefix, readable, identity):
 
 def policy_group(policy_key):
     """The port group of the policy ``<namespace>/<name>``."""
-    return _identifier(POLICY_GROUP_PREFIX, policy_key.replace("/", "_"), policy_key)
+    return identifier(POLICY_GROUP_PREFIX, policy_key.replace("/", "_"), policy_key)
 
 
 def deny_group(network, direction):
     """The default-deny port group of ``network`` in ``direction``."""
-    return _identifier("%s%s_" % (DENY_GROUP_PREFIX, _SHORT[direction]), network,
+    return identifier("%s%s_" % (DENY_GROUP_PREFIX, _SHORT[direction]), network,
                        "%s/%s" % (direction, network))
 
 

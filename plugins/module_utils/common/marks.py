@@ -138,6 +138,17 @@ K_DEFAULT_DENY = "ovn4nfv-default-deny"
 ROLE_ACL_ANCHOR = "policy-conntrack"
 # the meter every default deny's drop log goes through
 METER_ACL_LOG = "ovn4nfv-acl-log"
+# the operator's baseline (network_policy): a rule's ACL and its peers'
+# address sets carry its name; its ACL the rule as declared (canonical
+# JSON); its address sets the selectors whose pods the watcher puts there
+K_BASELINE = "ovn4nfv-baseline"
+K_BASELINE_SPEC = "ovn4nfv-baseline-spec"
+K_BASELINE_PEERS = "ovn4nfv-baseline-peers"
+BASELINE_SET_PREFIX = "ovn4nfv_base_"
+# the ACLs a network a baseline rule guards gets from the baseline itself
+# (a ROLE, beside NETWORK_KEY): its conntrack anchor (its own connections'
+# replies pass a deny) and, when it has IPv6, its neighbour discovery holes
+ROLE_BASELINE_NETWORK = "baseline-network"
 
 # --------------------------------------------------------------------------
 # Names outside the databases: CNI configurations, the node, the API, files
@@ -302,6 +313,17 @@ CONTRACT = {
                         "the watcher (cluster/multi_policies.py)", "cluster/multi_policies.py, the audit"),
     "METER_ACL_LOG": (KIND_NAME, "Meter.name of the meter of the default denies' drop logs (ACL.meter)",
                       "the watcher (cluster/multi_policies.py)", "ovn-controller; the audit"),
+    "K_BASELINE": (KIND_KEY, "a baseline rule's ACL and Address_Set rows", "the network_policy module "
+                   "(cluster/baseline.py)", "cluster/baseline.py, the watcher (its address sets), the audit, the trace"),
+    "K_BASELINE_SPEC": (KIND_KEY, "a baseline rule's ACL: the rule as declared", "the network_policy module",
+                        "cluster/baseline.py (read, gathered), the audit"),
+    "K_BASELINE_PEERS": (KIND_KEY, "a baseline rule's Address_Set: the selectors of its peers",
+                         "the network_policy module", "the watcher (which pods' addresses it holds)"),
+    "BASELINE_SET_PREFIX": (KIND_PREFIX, "Address_Set.name of a baseline rule's selector peers, per IP family",
+                            "the network_policy module (cluster/baseline.py)", "the watcher, the audit"),
+    "ROLE_BASELINE_NETWORK": (KIND_VALUE, "ROLE on the ACLs of a network a baseline rule guards: "
+                             "its conntrack anchor, its neighbour discovery holes (beside NETWORK_KEY)", "the network_policy module (cluster/baseline.py)",
+                             "cluster/baseline.py, the audit"),
     "VIRTUAL_NETWORK_SCOPE": (KIND_NAME, "a MultiNetworkPolicy's k8s.v1.cni.cncf.io/policy-for annotation, "
                               "as <scope>/<network>", "tenants (their policies)",
                               "cluster/policy_model.py (parse_policy_for)"),

@@ -29,7 +29,7 @@ __metaclass__ = type
 import logging
 import threading
 
-from ..cluster import multi_policies, policy_model
+from ..cluster import baseline, multi_policies, policy_model
 from ..cluster import networks as vn
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import CNI_TYPE, IPAM_TYPE
@@ -47,6 +47,9 @@ KIND = "MultiNetworkPolicy"
 # Event reasons
 UNKNOWN_NETWORK = "UnknownNetwork"
 NOT_POLICED = "NetworkNotPoliced"
+# the queue's key of the operator's baseline (its selector peers' address
+# sets): no policy's key, which is always <namespace>/<name>
+BASELINE = "@baseline"
 
 
 class _Meta:
@@ -109,7 +112,7 @@ class Policies:
         with self.lock:
             keys = set(self.policies) | set(fresh) | set(owned)
             self.policies = fresh
-        for key in sorted(keys):
+        for key in sorted(keys) + [BASELINE]:
             self.queue.add(key)
         return (listed.get("metadata") or {}).get("resourceVersion")
 
@@ -153,14 +156,24 @@ class Policies:
     def requeue_all(self):
         with self.lock:
             keys = list(self.policies)
-        for key in keys:
+        for key in keys + [BASELINE]:
             self.queue.add(key)
+
+    def baseline_changed(self):
+        """A rule of the operator's baseline came, went or changed in the NB."""
+        self.queue.add(BASELINE)
 
     # -- one policy ------------------------------------------------------------
     def handle(self, key):
+        nb = self.watcher.nb
+        if key == BASELINE:
+            result = execute(nb, lambda view: baseline.plan_peer_sets(view, self._baseline_resolver(view)),
+                             write=True)
+            if result.changed:
+                LOG.info("baseline: %s", "; ".join(result.operations()))
+            return
         with self.lock:
             raw = self.policies.get(key)
-        nb = self.watcher.nb
         if raw is None:
             result = execute(nb, lambda view: multi_policies.plan_policies(view, [(key, {"name": key})], "deleted"),
                              write=True)
@@ -227,9 +240,7 @@ class Policies:
         selected pods on ``switches``, and each rule's selector peers'
         addresses (every address of the pods picked, on any network: the
         router does no NAT, so that is the source a routed packet has)."""
-        with self.watcher.lock:
-            pods = [(p.metadata.namespace, p.metadata.name, dict(p.metadata.labels or {}))
-                    for p in self.watcher.cache.values() if not p.metadata.deletion_timestamp]
+        pods = self._live_pods()
         with self.lock:
             namespaces = dict(self.namespaces)
         ports = self._pod_ports(view)
@@ -252,6 +263,29 @@ class Policies:
                 peers[(direction, index)] = sorted(picked)
         return {"name": checked.key, "policy": checked, "switches": switches, "members": sorted(set(members)),
                 "peers": peers}
+
+    def _baseline_resolver(self, view):
+        """``resolve(namespace selector, pod selector)`` for the baseline's
+        peers: the addresses of every port of the pods picked."""
+        pods = self._live_pods()
+        with self.lock:
+            namespaces = dict(self.namespaces)
+        ports = self._pod_ports(view)
+
+        def resolve(namespace_selector, pod_selector):
+            peer = policy_model.Peer(namespace_selector=namespace_selector, pod_selector=pod_selector)
+            for namespace, name, labels in pods:
+                if _picks(peer, namespace, labels, namespaces):
+                    for _port, ips in ports.get((namespace, name), ()):
+                        for ip in ips:
+                            yield str(ip)
+        return resolve
+
+    def _live_pods(self):
+        """``[(namespace, name, labels)]`` of the pods not being deleted."""
+        with self.watcher.lock:
+            return [(p.metadata.namespace, p.metadata.name, dict(p.metadata.labels or {}))
+                    for p in self.watcher.cache.values() if not p.metadata.deletion_timestamp]
 
     def _pod_ports(self, view):
         """``{(namespace, pod): [(port name, [IPAddress])]}`` of the pods'

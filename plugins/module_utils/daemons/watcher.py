@@ -41,7 +41,7 @@ import time
 from ..cluster import annotations, chains, multi_policies, pod_addresses, pod_ports, remote_mirrors, services
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
-from ..common.marks import K_NAMESPACE, K_POD, WATCHER
+from ..common.marks import K_BASELINE, K_NAMESPACE, K_POD, WATCHER
 from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
@@ -237,6 +237,10 @@ class Watcher:
         the keys waiting on a full network."""
         if row._table.name == "Logical_Router_Policy":
             self.chains.nb_changed(event, row)
+            return
+        if row._table.name == "ACL":
+            if self.policies and (getattr(row, "external_ids", None) or {}).get(K_BASELINE):
+                self.policies.baseline_changed()
             return
         if row._table.name == "Logical_Router" and event in ("create", "delete"):
             # a gateway came or went: who answers for external IPs may change
