@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: network_policy
 short_description: The operator's baseline policy on the virtual networks, above every tenant's
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Rules per virtual network that no tenant's MultiNetworkPolicy can override. A rule guards
     one network in one direction, traffic to the network's addresses (V(ingress)) or from them
