@@ -8,9 +8,11 @@ names is drawn red."""
 
 import pytest
 
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import baseline, multi_policies
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import picture
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import Pod
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import POLICY_FOR, check_policy
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
@@ -32,7 +34,8 @@ KIND = {"switch:net1": "network", "switch:net2": "network", "switch:ovn4nfv-join
 @pytest.fixture
 def cluster(sandbox):
     """Two networks, the distributed router, the join switch, worker1's
-    gateway; web (two interfaces) bound on worker1, db on worker2."""
+    gateway; web (two interfaces) bound on worker1, db on worker2; a
+    tenant's policy isolates web on net1, a baseline rule guards net2."""
     with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
         execute(db, lambda v: plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"), write=True)
         execute(db, lambda v: plan_gateways(v, [("config[0]", {
@@ -49,6 +52,15 @@ def cluster(sandbox):
              "external_ids": web.marks("net1")},
             {"name": "default_db_net0", "switch": "net1", "addresses": ["0a:00:00:00:01:15 172.16.1.21"],
              "external_ids": dbpod.marks("net0")}], "merged", db)
+        policy = check_policy({"metadata": {"namespace": "default", "name": "web-in", "annotations": {
+            POLICY_FOR: "ovn4nfv.k8s/net1"}}, "spec": {"podSelector": {}, "ingress": []}})
+        item = {"name": policy.key, "policy": policy, "switches": ["net1"], "members": ["default_web_net0"],
+                "peers": {}}
+    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES + multi_policies.TABLES) as db:
+        execute(db, lambda v: multi_policies.plan_policies(v, [("p", item)], "replaced"), write=True)
+        execute(db, lambda v: baseline.plan_baseline(v, [("b", {"name": "apart", "network": "net2",
+                                                                "peers": [{"network": "net1"}]})], "merged"),
+                write=True)
     sandbox.nbctl("--wait=sb", "sync")
     for chassis, ip in (("worker1", "127.0.0.11"), ("worker2", "127.0.0.12")):
         sandbox.sbctl("chassis-add", chassis, "geneve", ip)
@@ -77,6 +89,9 @@ def test_network_picture_draws_lays_out_and_a_browser_shows_it(cluster, collecti
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert r["drawn"]["changed"] is False and r["drawn"]["paths"] == []
     assert r["drawn"]["objects"] == sorted(KIND)
+    isolated = [line for line in r["drawn"]["dot"].splitlines() if "isolated: " in line]
+    assert len(isolated) == 1 and "net0 172.16.1.20" in isolated[0] and "penwidth=3" in isolated[0], \
+        "web's net1 interface alone is drawn isolated"
     assert r["laid_out"]["changed"] is True and r["again"]["changed"] is False
     assert r["dry"]["changed"] is True and not (tmp_path / "dry").exists(), "check mode wrote"
     assert r["laid_out"]["paths"] == [dest + "/topology.html", dest + "/topology.svg"]
@@ -86,7 +101,7 @@ def test_network_picture_draws_lays_out_and_a_browser_shows_it(cluster, collecti
     for ident in KIND:
         assert 'id="%s"' % ident in dom, ident
     for text in ("172.16.1.0/24", "gateway router", "net0 172.16.1.20", "127.0.0.12",
-                 "network_drift: network net2 no longer matches"):
+                 "network_drift: network net2 no longer matches", "isolated: ingress", "baseline: 1 rule"):
         assert text in dom, text
 
     seen, missing = shown(dest + "/topology.svg", str(tmp_path))

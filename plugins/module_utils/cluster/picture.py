@@ -27,16 +27,18 @@ import os
 import re
 
 from ..common.marks import (
-    K_INTERFACE, K_NAMESPACE, K_POD, OWNER_KEY, OWNER_VALUE, PICTURE_MARK, ROLE_GATEWAY, ROLE_JOIN, ROLE_ROUTER)
+    K_BASELINE, K_DEFAULT_DENY, K_INTERFACE, K_NAMESPACE, K_POD, OWNER_KEY, OWNER_VALUE, PICTURE_MARK, ROLE_GATEWAY,
+    ROLE_JOIN, ROLE_ROUTER)
 from ..ovsdb.connection import DEFAULT_NB_DB
 from ..ovsdb.task_databases import nb_and_sb, read_both
 from . import networks as vn
 from .pod_addresses import held_addresses, is_pod_port
 from .topology import role_of
 
-NB_TABLES = ("Logical_Switch", "Logical_Switch_Port", "Logical_Router", "Logical_Router_Port")
+NB_TABLES = ("Logical_Switch", "Logical_Switch_Port", "Logical_Router", "Logical_Router_Port", "Port_Group", "ACL")
 SB_TABLES = ("Chassis", "Encap", "Port_Binding")
 FOUND = "#c62828"           # an object a finding names
+ISOLATED = "#6a1b9a"        # a pod's interface a policy isolates
 COLOURS = {"network": "#e3f2fd", "join": "#f3e5f5", "router": "#fff3e0", "gateway": "#ffe0b2",
            "other": "#eceff1", "pod": "#e8f5e9", "chassis": "#fafafa"}
 
@@ -59,8 +61,9 @@ def _node(ident, label, kind, marks, shape="box"):
     return "  %s [%s];" % (quote(ident), ", ".join("%s=%s" % (k, quote(v)) for k, v in sorted(attrs.items())))
 
 
-def _edge(a, b, label="", style="solid"):
-    return "  %s -> %s [label=%s, style=%s, dir=none];" % (quote(a), quote(b), quote(label), style)
+def _edge(a, b, label="", style="solid", colour=None):
+    extra = ", color=%s, fontcolor=%s, penwidth=3" % (quote(colour), quote(colour)) if colour else ""
+    return "  %s -> %s [label=%s, style=%s, dir=none%s];" % (quote(a), quote(b), quote(label), style, extra)
 
 
 def _switch_kind(row, networks):
@@ -81,6 +84,28 @@ def _marks(nb, findings):
             for ident in (pod_of.get(name), "switch:" + name, "router:" + name, "chassis:" + name):
                 if ident:
                     out.setdefault(ident, []).append(line)
+    return out
+
+
+def _isolated(nb):
+    """``{switch port name: [directions]}`` of the interfaces some tenant's
+    policy isolates: the members of the networks' default-deny groups."""
+    out = {}
+    for row in nb.rows("Port_Group"):
+        direction = row.external_ids.get(K_DEFAULT_DENY) if _owned(row) else None
+        if direction:
+            for port in row.ports:
+                out.setdefault(port.name, []).append(direction)
+    return dict((name, sorted(directions)) for name, directions in out.items())
+
+
+def _baseline_rules(nb):
+    """``{switch name: number of the operator's baseline rules on it}``."""
+    out = {}
+    for row in nb.rows("Logical_Switch"):
+        count = sum(1 for acl in row.acls if _owned(acl) and acl.external_ids.get(K_BASELINE))
+        if count:
+            out[row.name] = count
     return out
 
 
@@ -105,8 +130,11 @@ def dot(nb, sb=None, findings=(), title="ovn4nfv.k8s"):
     chassis it is pinned on), each chassis as a box holding the pods bound
     on it, and each pod's interfaces as edges to their networks, labelled
     with the interface, IP and MAC. Objects a finding names are drawn red,
-    the finding in their tooltip."""
+    the finding in their tooltip. An interface a tenant's policy isolates
+    is a bold purple edge that says in which directions; a network the
+    operator's baseline guards says how many rules do."""
     networks = vn.read_network_settings(nb)
+    isolated, guarded = _isolated(nb), _baseline_rules(nb)
     marks = _marks(nb, findings)
     hosts, bound = _chassis_of(sb)
     lines = ["graph_placeholder", "  graph [rankdir=TB, fontname=Helvetica, label=%s, labelloc=t, "
@@ -120,6 +148,8 @@ def dot(nb, sb=None, findings=(), title="ovn4nfv.k8s"):
         label = "%s\n%s" % (row.name, network.subnet) if network else row.name
         if network and network.gateway:
             label += "\ngateway %s" % network.gateway
+        if guarded.get(row.name):
+            label += "\nbaseline: %d rule%s" % (guarded[row.name], "" if guarded[row.name] == 1 else "s")
         lines.append(_node("switch:" + row.name, label, _switch_kind(row, networks), marks))
     for row in routers:
         role = role_of(row)
@@ -149,8 +179,10 @@ def dot(nb, sb=None, findings=(), title="ovn4nfv.k8s"):
         on.setdefault(chassis[0] if chassis else None, []).append(ident)
         for switch, port in sorted(ports, key=lambda item: item[1].name):
             mac, ips = held_addresses(port)
-            lines.append(_edge("switch:" + switch, ident, "%s %s\n%s" % (
-                port.external_ids.get(K_INTERFACE), " ".join(str(ip) for ip in ips), mac or "")))
+            label = "%s %s\n%s" % (port.external_ids.get(K_INTERFACE), " ".join(str(ip) for ip in ips), mac or "")
+            if port.name in isolated:
+                label += "\nisolated: %s" % ", ".join(isolated[port.name])
+            lines.append(_edge("switch:" + switch, ident, label, colour=ISOLATED if port.name in isolated else None))
     for name in sorted(set(hosts) | set(k for k in on if k)):
         host, encaps = hosts.get(name, (name, ""))
         lines.append("  subgraph %s {" % quote("cluster_" + name))
