@@ -113,6 +113,21 @@ options:
         description:
           - The VLAN of an V(ovs) network, 1-4094.
         type: int
+      policy_mode:
+        description:
+          - How the security policies on an V(ovn) network keep state (the tenants' MultiNetworkPolicies
+            and the operator's baseline of M(ovn4nfv.k8s.network_policy)).
+          - V(stateful) when a new network does not say - every allowed connection is tracked, so its
+            replies and related ICMP pass, and Services are load-balanced.
+          - V(stateless) - no conntrack - each allow rule gets a mirror that lets its replies back (from
+            the peers' ports), nothing else is tracked - an isolated pod's own connections get replies
+            only from what its rules admit, related ICMP (a fragmentation needed) is not let through,
+            and a Service's VIP is not translated for traffic an allow matches, so it is not balanced.
+            For network functions that forward at a rate conntrack cannot keep.
+          - After changing it, run M(ovn4nfv.k8s.network_policy) again for the network's baseline
+            rules; the watcher re-renders the tenants' policies itself.
+        type: str
+        choices: [stateful, stateless]
   force:
     description:
       - Apply updates that strand ports, and delete networks that still have ports.
@@ -242,6 +257,7 @@ def main():
             backend=dict(type="str", choices=["ovn", "ovs", "auto"], default="auto"),
             bridge=dict(type="str"),
             vlan=dict(type="int"),
+            policy_mode=dict(type="str", choices=["stateful", "stateless"]),
         )),
         state=dict(type="str", default="merged", choices=list(STATES)),
         force=dict(type="bool", default=False),

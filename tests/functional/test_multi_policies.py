@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import audit, baseline
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import policy_render as render
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.multi_policies import TABLES, plan_policies
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import (
@@ -278,3 +279,15 @@ def test_the_baseline_s_peer_sets_and_the_audit_of_its_rules(nb):
     mended = [r for r in nb.rows("nb", "ACL") if r["name"] == "base:apart"]
     assert [r["match"] for r in mended] == ["ip4.dst == 172.16.1.0/24 && ip4.src == 172.16.2.0/24"]
     assert all(as_list(r["addresses"]) == [] for r in nb.rows("nb", "Address_Set"))
+
+
+def test_a_policy_for_networks_that_keep_state_differently_is_refused(nb):
+    with ovsdb.Database(nb.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
+        execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network({"name": "net2", "policy_mode": "stateless"},
+                                                                          "n"))], "merged", "ovn"), write=True)
+    both = policy("both", {"podSelector": {}, "ingress": []}, networks="net1,net2")
+    with pytest.raises(ValidationError) as caught:
+        run(nb, [{"name": both.key, "policy": both, "switches": ["net1", "net2"], "members": [], "peers": {}}])
+    assert ("metadata.annotations[k8s.v1.cni.cncf.io/policy-for]: its networks keep state differently "
+            "(stateful net1; stateless net2)") in str(caught.value)
+    assert state(nb) == ({}, {}, []), "nothing of it written"

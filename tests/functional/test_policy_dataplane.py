@@ -309,3 +309,35 @@ def test_the_operator_s_baseline_wins_over_a_tenant_s_allow_and_over_its_default
     finally:
         baseline_rules(node)
         enforce(node)
+
+
+def set_mode(node, network, mode):
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network({"name": network, "policy_mode": mode},
+                                                                          "n"))], "merged", "ovn"), write=True)
+
+
+ADMIT_8080 = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "egress": [],
+              "ingress": [{"from": [{"podSelector": {}}], "ports": [{"port": 8080}]}]}
+
+
+def test_a_stateless_network_lets_replies_back_by_the_rules_mirrors_only(node):
+    set_mode(node, "net2", "stateless")
+    try:
+        # b is isolated both ways on net2 and admits m's net2 interface on 8080 only
+        enforce(node, (policy(ADMIT_8080, networks="net2"), ["b"], {(INGRESS, 0): ["m2"]}))
+        on_net2 = [a for a in node.box.rows("nb", "ACL") if "net2" in (a["name"] or "")]
+        assert not [a for a in node.box.rows("nb", "ACL") if a["name"] == "anchor:net2"], "no conntrack anchor"
+        assert sorted(a["action"] for a in node.box.rows("nb", "ACL") if (a["name"] or "").startswith("mnp:")) == [
+            "allow-stateless", "allow-stateless"], "the rule and its mirror: %s" % on_net2
+        assert talk(node, "m2", "b"), "admitted; the reply passes b's egress deny through the mirror"
+        assert not talk(node, "m2", "b", port_number=9090), "another port is not admitted"
+        # the trade-off: nothing remembers b's own connection, so its replies are refused
+        enforce(node, (policy(DENY_IN, networks="net2"), ["b"], None))
+        assert not talk(node, "b", "m2"), "stateless: the replies of b's own connection are dropped"
+        set_mode(node, "net2", "stateful")
+        enforce(node, (policy(DENY_IN, networks="net2"), ["b"], None))
+        assert talk(node, "b", "m2"), "the same policy on the stateful network lets them back"
+    finally:
+        enforce(node)
+        set_mode(node, "net2", "stateful")

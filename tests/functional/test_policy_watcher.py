@@ -8,6 +8,7 @@ stream (an IDL of the test's, not the watcher's) and reads from outside."""
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import audit, baseline
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import policy_render as render
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import INGRESS, POLICY_FOR
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import K_BASELINE, K_POLICY, OWNER_KEY
@@ -142,6 +143,31 @@ def test_the_baseline_s_selector_peers_follow_pods_and_namespaces(env):
     env.api.set_labels("tenant-b", "other", {"app": "cli"})
     declare("deleted", [("config[0]", {"name": "from-team-b"})])
     wait_nb(env, lambda g, s: v4 not in s and v6 not in s)
+
+
+def test_a_network_s_policy_mode_changed_renders_its_policies_again(env):
+    """policy_mode set on net1 (what virtual_network writes): the watcher
+    makes web-in's rules stateless, each with its mirror, and stateful again."""
+    group = render.policy_group("tenant-a/web-in")
+
+    def mode(value):
+        with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
+            execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network({"name": "net1", "policy_mode": value},
+                                                                              "n"))], "merged", "ovn"), write=True)
+
+    def actions(wanted):
+        with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, ("Port_Group", "ACL")) as db:
+            def check(idl):
+                rows = [g for g in idl.tables["Port_Group"].rows.values() if g.name == group]
+                return rows and sorted(a.action for a in rows[0].acls) == wanted
+            assert db.wait_for(check, TIMEOUT), "web-in's ACLs never became %s:\n%s" % (wanted, env.log_text())
+    actions(["allow-related"])
+    mode("stateless")
+    try:
+        actions(["allow-stateless", "allow-stateless"])
+    finally:
+        mode("stateful")
+    actions(["allow-related"])
 
 
 def test_a_network_named_by_its_attachment(env):

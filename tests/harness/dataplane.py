@@ -12,6 +12,7 @@ Traffic in the tests goes only between these namespaces.
 
 import os
 import subprocess
+import time
 import uuid
 
 from tests.harness.sandbox import Sandbox
@@ -187,6 +188,92 @@ conn = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(s
 conn.sendall(b"ping")
 print(conn.recv(100).decode())
 """
+
+
+ECHO_SERVER = r"""
+import socket, sys
+srv = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((sys.argv[1], int(sys.argv[2])))
+srv.listen(64)
+print("listening", flush=True)
+while True:
+    conn, _peer = srv.accept()
+    conn.settimeout(2)
+    try:
+        conn.sendall(b"pong:" + conn.recv(100))
+    except OSError:
+        pass
+    conn.close()
+"""
+
+PROBE_CLIENT = r"""
+import socket, sys
+for line in sys.stdin:
+    address, port, timeout = line.split()
+    try:
+        conn = socket.create_connection((address, int(port)), timeout=float(timeout))
+        conn.sendall(b"ping")
+        ok = conn.recv(100) == b"pong:ping"
+        conn.close()
+    except OSError:
+        ok = False
+    print(1 if ok else 0, flush=True)
+"""
+
+
+class Prober:
+    """A TCP server that answers every connection in ``server_ns``, on
+    ``address``:``port``, and a client in ``client_ns`` that stays up
+    between probes: a probe is one new connection, answered or not within
+    ``timeout`` seconds, at the cost of a line on a pipe (no process
+    started per probe). Stop it with :meth:`stop` (or as a context)."""
+
+    def __init__(self, server_ns, client_ns, address, port):
+        self.address, self.port = address, port
+        self.procs = []
+        try:
+            self.server = self._start(server_ns, ECHO_SERVER, address, str(port))
+            assert self.server.stdout.readline().strip() == "listening"
+            self.client = self._start(client_ns, PROBE_CLIENT)
+        except Exception:
+            self.stop()
+            raise
+
+    def _start(self, netns, script, *args):
+        proc = subprocess.Popen(["ip", "netns", "exec", ns_name(netns), "python3", "-c", script] + list(args),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                universal_newlines=True)
+        self.procs.append(proc)
+        return proc
+
+    def reaches(self, timeout=0.2):
+        """Whether one new connection is made and answered."""
+        self.client.stdin.write("%s %d %s\n" % (self.address, self.port, timeout))
+        self.client.stdin.flush()
+        return self.client.stdout.readline().strip() == "1"
+
+    def until(self, expected, deadline=30.0, timeout=0.1):
+        """Probe until :meth:`reaches` is ``expected`` (bounded by
+        ``deadline`` seconds); True when it was."""
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            if self.reaches(timeout) == expected:
+                return True
+        return False
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(5)
+        self.procs = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
 
 
 def tcp_exchange(server_ns, client_ns, address, port, timeout=10, bind=None, server_port=None):

@@ -85,3 +85,27 @@ def test_a_rule_with_no_peer_of_its_network_s_families_is_refused():
 def test_address_set_names_are_identifiers_unique_per_rule():
     names = set(baseline.address_set(r, f) for r in ("a-b", "a-b-", "a" * 50) for f in (4, 6))
     assert len(names) == 6 and all(n.replace("_", "").isalnum() for n in names)
+
+
+def test_on_a_stateless_network_an_allow_has_a_mirror_and_the_network_no_anchor():
+    stateless = vn.complete(vn.check_network({"name": "net3", "subnet": "172.16.3.0/24", "policy_mode": "stateless"},
+                                             "n"), None, False, "ovn", "n")
+    rule = baseline.check_rule({"name": "r", "network": "net3", "action": "allow", "peers": [{"cidr": "10.0.0.0/8"}],
+                                "ports": [{"port": 22}]}, "c")
+    acls, _sets = baseline.rule_rows(rule, dict(NETWORKS, net3=stateless), "c")
+    assert [(a["direction"], a["action"], a["match"]) for a in acls] == [
+        ("to-lport", "allow-stateless", "ip4.dst == 172.16.3.0/24 && ip4.src == 10.0.0.0/8 && tcp && tcp.dst == 22"),
+        ("from-lport", "allow-stateless", "ip4.src == 172.16.3.0/24 && ip4.dst == 10.0.0.0/8 && tcp && tcp.src == 22")]
+    assert "ovn4nfv-baseline-spec" not in acls[1]["external_ids"], "the mirror is not a rule of its own"
+    assert baseline.network_acls(stateless) == []
+    assert [a["action"] for a in baseline.network_acls(NETWORKS["net2"])] == ["allow-related"]
+
+
+def test_policy_mode_is_an_ovn_network_s():
+    with pytest.raises(ValidationError) as caught:
+        vn.check_network({"name": "n", "policy_mode": "lazy"}, "c")
+    assert "c.policy_mode: 'lazy' is not one of stateful, stateless" in str(caught.value)
+    with pytest.raises(ValidationError) as caught:
+        vn.complete(vn.check_network({"name": "n", "subnet": "10.0.0.0/24", "policy_mode": "stateless"}, "c"),
+                    None, False, "ovs", "c")
+    assert "c.policy_mode: stateless applies to the ovn backend only" in str(caught.value)

@@ -84,12 +84,31 @@ def test_egress_is_from_the_subject_after_the_load_balancer():
     policy = checked({"podSelector": {}, "policyTypes": ["Egress"], "egress": [
         {"to": [{"ipBlock": {"cidr": "192.168.0.0/16"}}], "ports": [{"protocol": "UDP", "port": 53}]}, {}]})
     group = render.policy_group(policy.key)
-    first, second = render.policy_acls(policy, stateful=False)
+    first, second = render.policy_acls(policy)
     assert first["direction"] == second["direction"] == "from-lport"
-    assert first["options"] == {"apply-after-lb": "true"} and first["action"] == "allow-stateless"
+    assert first["options"] == {"apply-after-lb": "true"} and first["action"] == "allow-related"
     assert first["match"] == "inport == @%s && ip4.dst == 192.168.0.0/16 && udp && udp.dst == 53" % group
     assert second["match"] == "inport == @%s && ip" % group, "a rule of no peers and no ports admits all"
     assert (first["name"], second["name"]) == ("mnp:tenant-a/web-in:eg0", "mnp:tenant-a/web-in:eg1")
+
+
+def test_a_stateless_network_s_rules_are_stateless_each_with_a_mirror_for_its_replies():
+    policy = checked({"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [
+        {"from": [{"podSelector": {}}], "ports": [{"port": 8000, "endPort": 8080}, {"protocol": "UDP", "port": 53}]}],
+        "egress": [{"to": [{"ipBlock": {"cidr": "192.168.0.0/16"}}]}]})
+    group = render.policy_group(policy.key)
+    acls = render.policy_acls(policy, stateful=False)
+    assert [(a["rule"], a["direction"], a["action"], a["options"]) for a in acls] == [
+        ("ingress/0", "to-lport", "allow-stateless", {}),
+        ("ingress/0/reply", "from-lport", "allow-stateless", {"apply-after-lb": "true"}),
+        ("egress/0", "from-lport", "allow-stateless", {"apply-after-lb": "true"}),
+        ("egress/0/reply", "to-lport", "allow-stateless", {})]
+    assert acls[1]["match"] == (
+        "inport == @%(g)s && (ip4.dst == $%(g)s_i0_4 || ip6.dst == $%(g)s_i0_6) && "
+        "((tcp && 8000 <= tcp.src <= 8080) || (udp && udp.src == 53))" % {"g": group}), \
+        "from the subject back to the peers, from the ports the peers were reached on"
+    assert acls[3]["match"] == "outport == @%s && ip4.src == 192.168.0.0/16" % group
+    assert acls[1]["name"] == "mnp:tenant-a/web-in:in0:reply"
 
 
 def test_a_deny_all_has_no_acl_of_its_own():
@@ -131,12 +150,13 @@ RULE = st.fixed_dictionaries({}, optional={"from": st.lists(PEER, max_size=3), "
 
 
 @given(st.lists(RULE, max_size=4), st.lists(RULE, max_size=4), st.booleans())
-def test_one_acl_per_rule_and_every_name_valid(ingress, egress, stateful):
+def test_one_acl_per_rule_or_two_and_every_name_valid(ingress, egress, stateful):
     spec = {"podSelector": {}, "ingress": ingress,
             "egress": [dict(("to" if k == "from" else k, v) for k, v in r.items()) for r in egress]}
     policy = checked(spec)
     acls = render.policy_acls(policy, stateful)
-    assert len(acls) == len(policy.rules(INGRESS)) + len(policy.rules(EGRESS))
+    assert len(acls) == (len(policy.rules(INGRESS)) + len(policy.rules(EGRESS))) * (1 if stateful else 2), \
+        "one per rule; on a stateless network, and its mirror"
     assert len(set(a["name"] for a in acls)) == len(acls)
     for acl in acls:
         assert acl["priority"] == render.TENANT_ALLOW and len(acl["name"]) <= 63

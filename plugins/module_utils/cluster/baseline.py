@@ -22,12 +22,16 @@ records the rule as declared (``K_BASELINE_SPEC``), so the rules are read
 back, changed, gathered and audited from the NB alone. Two rules of one
 network and direction may not share a priority (OVN would pick either).
 
-A guarded network is **stateful**: the baseline gives it a conntrack
-anchor (an ``allow-related`` ACL at the band's floor, 20000, from the
-network's own gateway addresses), so that every connection is tracked and
-the replies of the network's own connections pass a deny (OVN lets an
-established connection's replies through above every ACL). Without it a
-deny on a switch that has no stateful ACL drops them too.
+A guarded network is **stateful** (its ``policy_mode``, the default): the
+baseline gives it a conntrack anchor (an ``allow-related`` ACL at the
+band's floor, 20000, from the network's own gateway addresses), so that
+every connection is tracked and the replies of the network's own
+connections pass a deny (OVN lets an established connection's replies
+through above every ACL). Without it a deny on a switch that has no
+stateful ACL drops them too. On a **stateless** network there is no
+anchor: an ``allow`` is ``allow-stateless`` with a mirror for its replies,
+and a deny also drops the replies of the network's own connections from
+the peers it denies.
 
 Neighbour discovery is the link's, as ARP is (which is not IP): a network
 with IPv6 gets a hole for it above the band (30000, in both stages), so
@@ -187,9 +191,13 @@ def _one_or_set(cidrs):
     return str(cidrs[0]) if len(cidrs) == 1 else "{%s}" % ", ".join(str(c) for c in cidrs)
 
 
-def rule_match(rule, networks, where):
-    """The match of a rule's ACL, given the NB's ``{name: Network}``."""
+def rule_match(rule, networks, where, reply=False):
+    """The match of a rule's ACL, given the NB's ``{name: Network}``; with
+    ``reply``, of its mirror on a stateless network: the replies of what
+    it admits (the sides swap, the ports are the source's)."""
     own, other = ("dst", "src") if rule["direction"] == INGRESS else ("src", "dst")
+    if reply:
+        own, other = other, own
     network = networks[rule["network"]]
     terms = []
     for family in (4, 6):
@@ -217,15 +225,16 @@ def rule_match(rule, networks, where):
             where, rule["network"]))
     match = terms[0] if len(terms) == 1 else " || ".join("(%s)" % t for t in terms)
     ports = render.ports_match([parse_port(dict(p, endPort=p.get("end_port")), where)
-                                for p in rule["ports"]], rule["direction"])
+                                for p in rule["ports"]], rule["direction"], "src" if reply else "dst")
     if ports is None:
         return match
     return "%s && %s" % ("(%s)" % match if len(terms) > 1 else match, "(%s)" % ports if "||" in ports else ports)
 
 
 def rule_rows(rule, networks, where):
-    """A checked rule's ACL item and its address-set items, after checking
-    the networks it names against the NB's."""
+    """A checked rule's ACL items (its own, and on a stateless network an
+    allow's mirror) and its address-set items, after checking the networks
+    it names against the NB's."""
     problems = []
     if rule["network"] not in networks:
         problems.append("%s.network: %r is not a virtual network" % (where, rule["network"]))
@@ -237,33 +246,45 @@ def rule_rows(rule, networks, where):
     if problems:
         raise ValidationError(problems)
     mark = {K_BASELINE: rule["name"]}
+    stateful = networks[rule["network"]].stateful
+    allow = "allow-related" if stateful else "allow-stateless"
     acl = {"switch": rule["network"], "direction": render.STAGE[rule["direction"]],
            "priority": render.BASELINE_BOTTOM + rule["priority"], "match": rule_match(rule, networks, where),
-           "action": "drop" if rule["action"] == "deny" else "allow-related",
+           "action": "drop" if rule["action"] == "deny" else allow,
            "name": render.acl_name("base:%s" % rule["name"]), "log": rule["log"],
            "options": {"apply-after-lb": "true"} if rule["direction"] == EGRESS else {},
            "external_ids": dict(mark, **{K_BASELINE_SPEC: json.dumps(rule, sort_keys=True,
                                                                      separators=(",", ":"))})}
     if rule["log"]:
         acl.update(severity="info", meter=METER_ACL_LOG)
+    acls = [acl]
+    if rule["action"] == "allow" and not stateful:
+        # nothing remembers the connection: its replies are let back by a mirror
+        back = EGRESS if rule["direction"] == INGRESS else INGRESS
+        acls.append({"switch": rule["network"], "direction": render.STAGE[back], "priority": acl["priority"],
+                     "match": rule_match(rule, networks, where, reply=True), "action": allow,
+                     "name": render.acl_name("base:%s:reply" % rule["name"]), "log": False,
+                     "options": {"apply-after-lb": "true"} if back == EGRESS else {}, "external_ids": dict(mark)})
     sets = []
     selectors = [p for p in rule["peers"] if "namespace_selector" in p]
     if selectors:
         peers = json.dumps(selectors, sort_keys=True, separators=(",", ":"))
         sets = [{"name": address_set(rule["name"], family), "external_ids": dict(mark, **{K_BASELINE_PEERS: peers})}
                 for family in (4, 6)]
-    return acl, sets
+    return acls, sets
 
 
 def network_acls(network):
     """The ACLs a guarded ``network`` (a ``Network``) gets from the baseline
-    itself: its conntrack anchor, and its neighbour discovery holes when it
-    has IPv6."""
+    itself: its conntrack anchor (a stateful network's), and its neighbour
+    discovery holes when it has IPv6."""
     marks = {ROLE: ROLE_BASELINE_NETWORK, NETWORK_KEY: network.name}
-    anchor = render.anchor_acl(network.name, network.gateway, network.gateway6)
-    out = [{"switch": network.name, "direction": anchor["direction"], "priority": render.BASELINE_BOTTOM,
-            "match": anchor["match"], "action": anchor["action"], "log": False, "options": {},
-            "name": render.acl_name("base-anchor:%s" % network.name), "external_ids": marks}]
+    out = []
+    if network.stateful:
+        anchor = render.anchor_acl(network.name, network.gateway, network.gateway6)
+        out.append({"switch": network.name, "direction": anchor["direction"], "priority": render.BASELINE_BOTTOM,
+                    "match": anchor["match"], "action": anchor["action"], "log": False, "options": {},
+                    "name": render.acl_name("base-anchor:%s" % network.name), "external_ids": marks})
     if network.subnet6 is not None:
         for direction in (INGRESS, EGRESS):
             out.append({"switch": network.name, "direction": render.STAGE[direction],
@@ -285,6 +306,8 @@ def read_baseline(view):
     """``{name: rule}`` as declared, from the rules' ACLs."""
     out = {}
     for row, ids in baseline_rows(view, "ACL"):
+        if K_BASELINE_SPEC not in ids:
+            continue        # a rule's mirror (a stateless network's)
         try:
             out[ids[K_BASELINE]] = json.loads(ids.get(K_BASELINE_SPEC) or "")
         except ValueError:
@@ -334,11 +357,11 @@ class Baseline(CompositeKind):
         networks = vn.read_network_settings(view)
         for name, (where, rule) in sorted(declaration.declared.items()):
             try:
-                acl, rule_sets = rule_rows(rule, networks, where)
+                rule_acls, rule_sets = rule_rows(rule, networks, where)
             except ValidationError as exc:
                 problems.extend(exc.problems)
                 continue
-            acls.append(acl)
+            acls.extend(rule_acls)
             sets.extend(rule_sets)
         if problems:
             raise ValidationError(problems)

@@ -49,6 +49,7 @@ from ..resources.nb_acls import Meter, PortGroup, PortGroupACL, SwitchACL
 from ..resources.nb_policies import AddressSet
 from . import networks as vn
 from . import policy_render as render
+from . import policy_model
 from .policy_model import EGRESS, INGRESS, Policy
 
 TABLES = ("Logical_Switch", "Logical_Switch_Port", "Port_Group", "ACL", "Address_Set", "Meter", "Meter_Band")
@@ -125,9 +126,17 @@ class MultiNetworkPolicies(CompositeKind):
             raise ValidationError("%s.name: %r is not the policy's %r" % (where, item.get("name"), policy.key))
         problems = []
         switches = sorted(set(item.get("switches") or []))
+        modes = {}
         for switch in switches:
-            if vn.read_network(view, switch) is None:
+            network = vn.read_network(view, switch)
+            if network is None:
                 problems.append("%s.switches: %r is not a virtual network of the product's" % (where, switch))
+            else:
+                modes.setdefault(network.policy_mode, []).append(switch)
+        if len(modes) > 1:
+            problems.append("%s: its networks keep state differently (%s): one policy's rules cannot be both; "
+                            "give each policy_mode its own policy" % (policy_model.POLICY_FOR_FIELD, "; ".join(
+                                "%s %s" % (mode, ", ".join(names)) for mode, names in sorted(modes.items()))))
         located = port_switches(view)
         members = sorted(set(item.get("members") or []))
         for port in members:
@@ -140,7 +149,8 @@ class MultiNetworkPolicies(CompositeKind):
         for (direction, index), addresses in (item.get("peers") or {}).items():
             peers[(direction, index)] = sorted(set(addresses))
         return {"name": policy.key, "spec": policy.to_dict(), "switches": switches,
-                "types": sorted(policy.types), "members": members, "policy": policy, "peers": peers}
+                "types": sorted(policy.types), "members": members, "policy": policy, "peers": peers,
+                "stateful": "stateless" not in modes}
 
     def realise(self, view, declaration, result):
         touched = declaration.touched
@@ -218,7 +228,8 @@ def _policy_rows(obj):
                 sets.append({"name": render.peer_set(group, direction, index, family),
                              "addresses": [a for a in addresses if (":" in a) == (family == 6)],
                              "external_ids": rule_mark})
-    acls = [_acl_item(acl, group, dict(mark, **{K_POLICY_RULE: acl["rule"]})) for acl in render.policy_acls(policy)]
+    acls = [_acl_item(acl, group, dict(mark, **{K_POLICY_RULE: acl["rule"]}))
+            for acl in render.policy_acls(policy, obj.get("stateful", True))]
     return ({"name": group, "ports": obj["members"], "external_ids": dict(mark, **{K_POLICY_SPEC: spec})},
             sets, acls)
 
@@ -246,6 +257,8 @@ def _deny_rows(view, after, networks):
         if not (isolated[(net, INGRESS)] or isolated[(net, EGRESS)]):
             continue
         network = vn.read_network(view, net)
+        if network is not None and not network.stateful:
+            continue        # a stateless network keeps no conntrack on
         acl = render.anchor_acl(net, network and network.gateway, network and network.gateway6)
         if acl is not None:
             item = _acl_item(acl, None, {ROLE: ROLE_ACL_ANCHOR, NETWORK_KEY: net})

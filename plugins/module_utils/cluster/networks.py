@@ -27,8 +27,8 @@ import re
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import (
-    K_BACKEND, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_PROVIDER, K_ROUTES, K_SUBNET, K_SUBNET6, K_VLAN,
-    NETWORK_KEY, OWNER_KEY, OWNER_VALUE)
+    K_BACKEND, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_POLICY_MODE, K_PROVIDER, K_ROUTES, K_SUBNET,
+    K_SUBNET6, K_VLAN, NETWORK_KEY, OWNER_KEY, OWNER_VALUE)
 from ..common.naming import in_range, interface_name, ovn_name
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.view import cell
@@ -44,14 +44,18 @@ BACKENDS = ("ovn", "ovs")
 GENEVE_OVERHEAD = 58
 _PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?\Z")
 OPTIONS = ("name", "subnet", "gateway", "subnet6", "gateway6", "exclude_ips", "mtu", "dns",
-           "routes", "provider", "backend", "bridge", "vlan")
+           "routes", "provider", "backend", "bridge", "vlan", "policy_mode")
+# how a network's policies keep state: stateful (conntrack: replies and
+# related ICMP pass, Services are balanced) or stateless (no conntrack)
+POLICY_MODES = ("stateful", "stateless")
 
 
 class Network:
     """A complete, checked network."""
 
     def __init__(self, name, subnet, gateway, backend, exclude_ips=(), mtu=None, dns=(),
-                 routes=(), provider=None, bridge=None, vlan=None, subnet6=None, gateway6=None):
+                 routes=(), provider=None, bridge=None, vlan=None, subnet6=None, gateway6=None,
+                 policy_mode="stateful"):
         self.name = name
         self.subnet = subnet
         self.gateway = gateway
@@ -65,6 +69,12 @@ class Network:
         self.provider = provider
         self.bridge = bridge
         self.vlan = vlan
+        self.policy_mode = policy_mode or "stateful"
+
+    @property
+    def stateful(self):
+        """Whether the network's policies keep connection state."""
+        return self.policy_mode != "stateless"
 
     def config(self):
         out = {"name": self.name, "subnet": str(self.subnet), "gateway": str(self.gateway),
@@ -75,6 +85,8 @@ class Network:
             value = getattr(self, option)
             if value not in (None, [], ()):
                 out[option] = value
+        if not self.stateful:
+            out["policy_mode"] = self.policy_mode
         return out
 
     @property
@@ -105,6 +117,7 @@ class Network:
             K_DNS: ",".join(self.dns) or None,
             K_ROUTES: json.dumps(self.routes, sort_keys=True) if self.routes else None,
             K_PROVIDER: self.provider,
+            K_POLICY_MODE: None if self.stateful else self.policy_mode,
         }
 
     def ovn_items(self, topology):
@@ -173,6 +186,9 @@ def check_network(item, where):
         interface_name(out["bridge"], where + ".bridge")
     if "vlan" in out:
         in_range(out["vlan"], 1, 4094, where + ".vlan")
+    if "policy_mode" in out and out["policy_mode"] not in POLICY_MODES:
+        raise ValidationError("%s.policy_mode: %r is not one of %s" % (
+            where, out["policy_mode"], ", ".join(POLICY_MODES)))
     return out
 
 
@@ -229,13 +245,16 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
         raise ValidationError("%s.gateway6: %s needs a subnet6" % (where, cfg["gateway6"]))
     if backend == "ovn" and cfg.get("vlan"):
         raise ValidationError("%s.vlan: %r applies to the ovs backend only" % (where, cfg["vlan"]))
+    if backend == "ovs" and cfg.get("policy_mode") == "stateless":
+        raise ValidationError("%s.policy_mode: stateless applies to the ovn backend only (an ovs network has "
+                              "no OVN ACLs)" % where)
     bridge = None
     if backend == "ovs":
         bridge = cfg.get("bridge") or ("br-" + cfg["name"])[:15]
         interface_name(bridge, where + ".bridge")
     return Network(cfg["name"], subnet, gateway, backend, excludes, cfg.get("mtu"),
                    [str(addressing.parse_ip(d, "dns")) for d in cfg.get("dns") or []], routes,
-                   cfg.get("provider"), bridge, cfg.get("vlan"), subnet6, gateway6)
+                   cfg.get("provider"), bridge, cfg.get("vlan"), subnet6, gateway6, cfg.get("policy_mode"))
 
 
 def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
@@ -250,7 +269,7 @@ def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
         int(ids[K_MTU]) if ids.get(K_MTU) else None,
         [d for d in (ids.get(K_DNS) or "").split(",") if d],
         json.loads(ids[K_ROUTES]) if ids.get(K_ROUTES) else [], ids.get(K_PROVIDER), bridge,
-        int(ids[K_VLAN]) if ids.get(K_VLAN) else None, subnet6, gateway6)
+        int(ids[K_VLAN]) if ids.get(K_VLAN) else None, subnet6, gateway6, ids.get(K_POLICY_MODE))
 
 
 class NetworkState:

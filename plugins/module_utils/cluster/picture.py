@@ -27,7 +27,7 @@ import os
 import re
 
 from ..common.marks import (
-    K_BASELINE, K_DEFAULT_DENY, K_INTERFACE, K_NAMESPACE, K_POD, OWNER_KEY, OWNER_VALUE, PICTURE_MARK, ROLE_GATEWAY,
+    K_BASELINE_SPEC, K_DEFAULT_DENY, K_INTERFACE, K_NAMESPACE, K_POD, OWNER_KEY, OWNER_VALUE, PICTURE_MARK, ROLE_GATEWAY,
     ROLE_JOIN, ROLE_ROUTER)
 from ..ovsdb.connection import DEFAULT_NB_DB
 from ..ovsdb.task_databases import nb_and_sb, read_both
@@ -103,7 +103,7 @@ def _baseline_rules(nb):
     """``{switch name: number of the operator's baseline rules on it}``."""
     out = {}
     for row in nb.rows("Logical_Switch"):
-        count = sum(1 for acl in row.acls if _owned(acl) and acl.external_ids.get(K_BASELINE))
+        count = sum(1 for acl in row.acls if _owned(acl) and acl.external_ids.get(K_BASELINE_SPEC))
         if count:
             out[row.name] = count
     return out

@@ -51,6 +51,8 @@ from ..common.selectors import parse_selector
 
 # Multus' annotation (another system's key, defined where it is used)
 POLICY_FOR = "k8s.v1.cni.cncf.io/policy-for"
+# how a problem with the annotation names its field
+POLICY_FOR_FIELD = "metadata.annotations[%s]" % POLICY_FOR
 # the reason of the Warning Event a refused policy gets
 INVALID = "InvalidPolicy"
 
@@ -261,8 +263,7 @@ def check_policy(obj):
         raise ValidationError(problems, reason=INVALID)
     networks = ()
     try:
-        networks = parse_policy_for((meta.get("annotations") or {}).get(POLICY_FOR), namespace,
-                                    "metadata.annotations[%s]" % POLICY_FOR)
+        networks = parse_policy_for((meta.get("annotations") or {}).get(POLICY_FOR), namespace, POLICY_FOR_FIELD)
     except ValidationError as exc:
         problems.extend(exc.problems)
     if not isinstance(spec, dict):

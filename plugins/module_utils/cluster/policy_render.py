@@ -105,10 +105,11 @@ def subject_match(group, direction):
     return "%s == @%s" % (_PORT_SIDE[direction], group)
 
 
-def ports_match(ports, direction):
+def ports_match(ports, direction, field="dst"):
     """A rule's ports as one match (None: every port): the destination
     port of traffic to the subject (ingress) or from it (egress), grouped
-    by protocol, single ports in one set, ranges apart."""
+    by protocol, single ports in one set, ranges apart; with ``field``
+    ``src``, the same ports as the source (a reply's)."""
     if not ports:
         return None
     terms = []
@@ -124,41 +125,52 @@ def ports_match(ports, direction):
         ranges = sorted(set((p.port, p.end) for p in chosen if p.end is not None and p.end != p.port))
         parts = []
         if singles:
-            parts.append("%s.dst == %s" % (name, singles[0] if len(singles) == 1 else
-                                           "{%s}" % ", ".join(str(s) for s in singles)))
-        parts.extend("%d <= %s.dst <= %d" % (low, name, high) for low, high in ranges)
+            parts.append("%s.%s == %s" % (name, field, singles[0] if len(singles) == 1 else
+                                          "{%s}" % ", ".join(str(s) for s in singles)))
+        parts.extend("%d <= %s.%s <= %d" % (low, name, field, high) for low, high in ranges)
         terms.append("%s && %s" % (name, parts[0]) if len(parts) == 1 else
                      "%s && (%s)" % (name, " || ".join(parts)))
     return terms[0] if len(terms) == 1 else " || ".join("(%s)" % t for t in terms)
 
 
-def block_match(peer, direction):
-    """An ipBlock peer inline: its CIDR less its excepts."""
-    field = "ip%d.%s" % (peer.cidr.version, _PEER_SIDE[direction])
+def block_match(peer, direction, side=None):
+    """An ipBlock peer inline: its CIDR less its excepts (``side``: the
+    packet's field the peer is in, ``src`` or ``dst``; the rule's own by
+    default)."""
+    field = "ip%d.%s" % (peer.cidr.version, side or _PEER_SIDE[direction])
     text = "%s == %s" % (field, peer.cidr)
     if peer.excepted:
         text += " && %s != {%s}" % (field, ", ".join(str(c) for c in peer.excepted))
     return text
 
 
-def peers_match(rule, group, direction, index):
+def peers_match(rule, group, direction, index, side=None):
     """A rule's peers as one match (None: every peer): its selector peers
     through the rule's two address sets, its blocks inline."""
     if not rule.peers:
         return None
     terms = []
+    side = side or _PEER_SIDE[direction]
     if any(not p.is_block for p in rule.peers):
-        side = _PEER_SIDE[direction]
         terms.append("ip4.%s == $%s" % (side, peer_set(group, direction, index, 4)))
         terms.append("ip6.%s == $%s" % (side, peer_set(group, direction, index, 6)))
-    terms.extend(block_match(p, direction) for p in rule.peers if p.is_block)
+    terms.extend(block_match(p, direction, side) for p in rule.peers if p.is_block)
     return terms[0] if len(terms) == 1 else " || ".join("(%s)" % t if "&&" in t else t for t in terms)
 
 
-def rule_match(rule, group, direction, index):
-    """The whole match of one rule's ACL."""
-    parts = [subject_match(group, direction)]
-    for part in (peers_match(rule, group, direction, index), ports_match(rule.ports, direction)):
+def rule_match(rule, group, direction, index, reply=False):
+    """The whole match of one rule's ACL; with ``reply``, of its mirror:
+    the replies of what the rule admits (the subject and the peers swap
+    sides, the ports are the source's), for a stateless network."""
+    if reply:
+        other = EGRESS if direction == INGRESS else INGRESS
+        parts = [subject_match(group, other)]
+        matched = (peers_match(rule, group, direction, index, _PEER_SIDE[other]),
+                   ports_match(rule.ports, direction, "src"))
+    else:
+        parts = [subject_match(group, direction)]
+        matched = (peers_match(rule, group, direction, index), ports_match(rule.ports, direction))
+    for part in matched:
         if part is not None:
             parts.append("(%s)" % part if "||" in part else part)
     if len(parts) == 1:
@@ -169,15 +181,22 @@ def rule_match(rule, group, direction, index):
 def policy_acls(policy, stateful=True):
     """The ACLs of ``policy`` as dicts (``direction``, ``priority``,
     ``match``, ``action``, ``name``, ``options``, ``rule``): one per rule of
-    each direction it isolates, whatever pods it selects."""
+    each direction it isolates, whatever pods it selects; on a stateless
+    network (``stateful`` false) ``allow-stateless``, each with its mirror
+    for the replies."""
     group = policy_group(policy.key)
     action = "allow-related" if stateful else "allow-stateless"
     out = []
     for direction in (INGRESS, EGRESS):
+        other = EGRESS if direction == INGRESS else INGRESS
         for index, rule in enumerate(policy.rules(direction)):
-            out.append(_acl(direction, TENANT_ALLOW, rule_match(rule, group, direction, index), action,
-                            "mnp:%s:%s%d" % (policy.key, _SHORT[direction], index),
+            name = "mnp:%s:%s%d" % (policy.key, _SHORT[direction], index)
+            out.append(_acl(direction, TENANT_ALLOW, rule_match(rule, group, direction, index), action, name,
                             "%s/%d" % (direction, index)))
+            if not stateful:
+                # nothing remembers the connection: its replies are let back by a mirror
+                out.append(_acl(other, TENANT_ALLOW, rule_match(rule, group, direction, index, reply=True),
+                                action, acl_name(name + ":reply"), "%s/%d/reply" % (direction, index)))
     return out
 
 

@@ -82,6 +82,8 @@ K_ROUTES = "ovn4nfv-routes"
 K_PROVIDER = "ovn4nfv-provider"
 K_BACKEND = "ovn4nfv-backend"
 K_VLAN = "ovn4nfv-vlan"
+# how the policies of a network keep state: "stateless" (absent: stateful)
+K_POLICY_MODE = "ovn4nfv-policy-mode"
 
 # --------------------------------------------------------------------------
 # Pods: their ports in OVN, their interfaces in a node's Open vSwitch
@@ -232,6 +234,8 @@ CONTRACT = {
     "K_BACKEND": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py"),
     "K_VLAN": (KIND_KEY, "an OVS-backend network's Bridge; a gateway's Logical_Router", _NETWORKS + ", node_gateway",
                "cluster/networks.py, cluster/topology.py (read_gateways)"),
+    "K_POLICY_MODE": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
+                      "cluster/networks.py; the watcher and network_policy (how its ACLs keep state)"),
     "K_NAMESPACE": (KIND_KEY, "a pod's Logical_Switch_Port", _PODS, "the watcher, the audit, the picture"),
     "K_POD": (KIND_KEY, "a pod's Logical_Switch_Port", _PODS, "the watcher, the audit, the picture"),
     "K_UID": (KIND_KEY, "a pod's Logical_Switch_Port; its Interface in a node's Open_vSwitch",

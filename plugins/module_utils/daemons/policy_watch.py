@@ -32,7 +32,7 @@ import threading
 from ..cluster import baseline, multi_policies, policy_model
 from ..cluster import networks as vn
 from ..common.errors import Ovn4nfvError, ValidationError
-from ..common.marks import CNI_TYPE, IPAM_TYPE
+from ..common.marks import CNI_TYPE, IPAM_TYPE, K_POLICY_MODE
 from ..common.selectors import Selector
 from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
@@ -84,6 +84,7 @@ class Policies:
         self.namespaces = {}        # name -> labels
         self.reported = {}          # key -> {(uid, generation, reason, message)} said
         self.namespaces_listed = threading.Event()
+        self.modes = {}             # switch -> its policy_mode, as last seen in the NB
         stopping = watcher.stopping
         self.watches = [
             kube.ListWatch("multi-networkpolicies", None, self.relist_policies, self._list_policies,
@@ -159,6 +160,19 @@ class Policies:
         for key in keys + [BASELINE]:
             self.queue.add(key)
 
+    def switch_changed(self, event, row):
+        """A switch came, went or changed in the NB: when a network's
+        ``policy_mode`` changed, its policies are rendered again."""
+        mode = None if event == "delete" else (getattr(row, "external_ids", None) or {}).get(K_POLICY_MODE, "")
+        with self.lock:
+            before = self.modes.get(row.name)
+            if mode is None:
+                self.modes.pop(row.name, None)
+            else:
+                self.modes[row.name] = mode
+        if before is not None and mode is not None and before != mode:
+            self.requeue_all()
+
     def baseline_changed(self):
         """A rule of the operator's baseline came, went or changed in the NB."""
         self.queue.add(BASELINE)
@@ -205,7 +219,7 @@ class Policies:
         ``(switches, [(reason, message)])``. A NAD of another plugin is
         not ours and is left alone."""
         switches, notes = [], []
-        where = "metadata.annotations[%s]" % policy_model.POLICY_FOR
+        where = policy_model.POLICY_FOR_FIELD
         for index, ref in enumerate(checked.networks):
             field = "%s[%d]" % (where, index)
             if not ref.is_attachment:
