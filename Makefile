@@ -42,8 +42,16 @@ venv: $(VENV)/.installed
 # Chromium by tests/integration/test_docs.py, the installed package is tried
 # by tests/integration/test_package.py.
 test: venv
+	@echo "== $$(date +%T) pytest in the venv"
 	$(PY) -m pytest -n 2 --dist loadfile tests/unit tests/functional tests/integration
-	$(MAKE) --no-print-directory test-debian sanity lint molecule
+	@echo "== $$(date +%T) the core on Debian 12's and 13's libraries"
+	$(MAKE) --no-print-directory test-debian
+	@echo "== $$(date +%T) sanity"
+	$(MAKE) --no-print-directory sanity
+	@echo "== $$(date +%T) lint"
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory molecule
+	@echo "== $$(date +%T) done"
 
 # The core on the library versions the nodes run, with Debian's pytest,
 # outside the venv: Debian 12's python3 packages (the floors in
@@ -145,7 +153,7 @@ molecule: venv
 	rm -rf $(COLLECTION_TREE)/molecule && mkdir -p $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv
 	ln -s $(CURDIR) $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv/k8s
 	@for item in $(MOLECULE_SCENARIOS); do s=$${item%%:*}; \
-	  echo "== molecule $$s on Debian $${item#*:}"; \
+	  echo "== $$(date +%T) molecule $$s on Debian $${item#*:}"; \
 	  PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/molecule COLUMNS=160 \
 	    OVN4NFV_DEBIAN=$${item#*:} $(VENV)/bin/molecule test -s $$s 2>&1 | tee $(COLLECTION_TREE)/molecule/$$s.log; \
 	  test $${PIPESTATUS[0]} -eq 0 || { $(BASE_PYTHON) .ci/failure_summary.py $(COLLECTION_TREE)/molecule/$$s.log; exit 1; }; \

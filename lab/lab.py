@@ -71,6 +71,8 @@ def show_playbook(session, args):
         extra = workload.verify_vars(session)
     elif args.command == "audit":
         extra = ("-e", "audit_state=repaired" if args.repair else "audit_state=audited")
+    if args.limit:
+        extra = tuple(extra) + ("--limit", args.limit)
     seconds, recap, proc = playbooks.playbook(session, args.command + ".yml", *extra, check=False)
     if args.command == "verify":
         print("\n".join(playbooks.every_row(proc) + playbooks.traces(proc)))
@@ -133,6 +135,7 @@ def parser():
                            "sets; the other commands are the lab's)")
     made.add_argument("command", choices=list(COMMANDS), metavar="command", help="one of the commands below")
     made.add_argument("node", nargs="?", help="reboot: the node (master, worker1, ...)")
+    made.add_argument("--limit", help="site, networks, reset: only these hosts (ansible-playbook's --limit)")
     made.add_argument("--repair", action="store_true",
                       help="audit: also mend what the product owns (audit_state=repaired)")
     made.add_argument("--debian", choices=list(host.RELEASES) + ["mixed"],
