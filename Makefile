@@ -36,6 +36,12 @@ $(VENV)/.installed: requirements.txt requirements-test.txt | deps
 
 venv: $(VENV)/.installed
 
+# The longest test files, named first so that a worker starts each early
+# and neither core idles at the end (pytest collects a file named twice once).
+PYTEST_LONGEST := tests/integration/test_modules.py tests/integration/test_bad_input.py \
+  tests/integration/test_examples.py tests/functional/test_policy_dataplane.py tests/functional/test_cni_agent.py \
+  tests/functional/test_rbac.py tests/integration/test_uplink.py tests/functional/test_watcher.py
+
 # The whole default suite: what .ci/run runs.
 # pytest runs on both cores (a test file stays on one worker, so its
 # module-scoped daemons start once); the docs site is built and opened in
@@ -43,7 +49,7 @@ venv: $(VENV)/.installed
 # by tests/integration/test_package.py.
 test: venv
 	@echo "== $$(date +%T) pytest in the venv"
-	$(PY) -m pytest -n 2 --dist loadfile tests/unit tests/functional tests/integration
+	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_LONGEST) tests/unit tests/functional tests/integration
 	@echo "== $$(date +%T) the core on Debian 12's and 13's libraries"
 	$(MAKE) --no-print-directory test-debian
 	@echo "== $$(date +%T) sanity"
@@ -138,6 +144,7 @@ bench: venv
 	$(PY) -m benchmarks.services
 	$(PY) -m benchmarks.audit
 	$(PY) -m benchmarks.scale
+	$(PY) -m benchmarks.policy
 	$(PY) -m benchmarks.resync
 	$(PY) -m benchmarks.raft
 

@@ -75,7 +75,7 @@ options:
         suboptions:
           network:
             description:
-              - A virtual network: its subnets.
+              - A virtual network, its subnets.
             type: str
           cidr:
             description:
@@ -98,7 +98,7 @@ options:
         suboptions:
           network:
             description:
-              - A virtual network: its subnets.
+              - A virtual network, its subnets.
             type: str
           cidr:
             description:
