@@ -1,8 +1,10 @@
-"""The churn soak of benchmarks/churn.py, shorter: pods created, changed
-and deleted at random on three networks (one fills up) while every kind
-of fault is injected once; then, read from outside the product, no port
-leaked, none came back after its pod was deleted, no address is held
-twice, and nothing a live pod needs is missing, in the NB or on the node."""
+"""The churn soak of benchmarks/churn.py, shorter: pods created, changed,
+relabelled and deleted at random on three networks (one fills up), and
+policies created, changed and deleted, while every kind of fault is
+injected once; then, read from outside the product, no port leaked, none
+came back after its pod was deleted, no address is held twice, nothing a
+live pod needs is missing, in the NB or on the node, and no policy's
+address set holds an address no live pod's port holds."""
 
 from tests.harness.churn_env import FAULTS, Churn, line
 
@@ -16,6 +18,8 @@ def test_churn_with_every_fault_converges_clean(tmp_path, collections_path):
         assert (result["leaked"], result["resurrected"], result["duplicated_ips"], result["missing"]) == \
             (0, 0, 0, 0), (line(result), churn.cluster.log_text(), churn.env.log_text())
         assert result["pods"] > 0
+        assert result["policies"] > 0, "some policies were made"
+        assert result["stale_policy_addresses"] == [], ("a gone pod's address stayed admitted", result, churn.cluster.log_text()[-6000:])
         assert churn.api.denied == [], "a component asked for what its RBAC manifest does not grant"
     finally:
         churn.stop()

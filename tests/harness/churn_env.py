@@ -4,7 +4,8 @@ benchmarks/churn.py (long): one code path, two lengths.
 A real node (ovs-vswitchd netdev, ovn-controller, NB/SB with ovn-northd),
 the node agent and the watcher as processes, the API stand-in. This module
 plays the rest of Kubernetes: it creates, changes and deletes pods at
-random on several networks (``tiny`` fills up), and, as the kubelet, runs
+random on several networks (``tiny`` fills up), changes their labels and
+five MultiNetworkPolicies (created, changed, deleted), and, as the kubelet, runs
 the CNI plugin for the pods the watcher has served (ADD) and for the pods
 that go (DEL, now and then never sent). Between operations it injects
 faults: the watcher killed with SIGKILL and restarted, the NB
@@ -13,7 +14,10 @@ while a pod's work waits for a retry, the node agent killed and restarted.
 
 At the end it waits for convergence and compares, from outside the
 product, the NB's pod ports and the node's OVS ports with the live pods'
-requests, and the NB's history of port creations with the deletions.
+requests, and the NB's history of port creations with the deletions; and
+that no policy's address set holds an address no live pod's port holds
+(a gone pod's, which the next pod given it would inherit what it was
+allowed).
 """
 
 import json
@@ -23,6 +27,7 @@ import time
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import POLICY_FOR
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
@@ -34,6 +39,8 @@ TINY = {"name": "tiny", "subnet": "172.16.9.0/29"}      # 5 addresses
 NETWORKS = ("net1", "net2", "tiny")
 FAULTS = ("watcher_sigkill", "nb_restart", "api_500", "api_410", "delete_during_retry", "agent_restart")
 NAMESPACE = "churn"
+APPS = ("a", "b", "c")
+POLICIES = 5
 
 
 class Churn:
@@ -59,6 +66,7 @@ class Churn:
         self.ops = self.faults = 0
         self.last_fault = time.monotonic()
         self.serial = 0
+        self.policies = set()
 
     # -- operations ----------------------------------------------------------
     def create(self):
@@ -68,7 +76,8 @@ class Churn:
         entries = [{"name": network, "interface": "net0"}]
         if network != "tiny" and self.rng.random() < 0.3:
             entries.append({"name": "net2" if network == "net1" else "net1", "interface": "net1"})
-        pod = self.api.create_pod(NAMESPACE, name, {ann.OVN_NETWORK: json.dumps(entries)})
+        pod = self.api.create_pod(NAMESPACE, name, {ann.OVN_NETWORK: json.dumps(entries)},
+                                  labels={"app": self.rng.choice(APPS)})
         self.pods[name] = {"uid": pod["metadata"]["uid"], "netns": None, "added": False,
                            "container": "ctr-%s" % pod["metadata"]["uid"][:12]}
         return name
@@ -87,6 +96,30 @@ class Churn:
     def change(self):
         name = self.rng.choice(sorted(self.pods))
         self.api.set_annotations(NAMESPACE, name, {"churn/touched": str(self.ops)})
+
+    def label(self):
+        name = self.rng.choice(sorted(self.pods))
+        self.api.set_labels(NAMESPACE, name, {"app": self.rng.choice(APPS)})
+
+    def policy(self):
+        """One of five policies created, changed or deleted."""
+        name = "pol%d" % self.rng.randrange(POLICIES)
+        if name in self.policies and self.rng.random() < 0.3:
+            self.api.delete_policy(NAMESPACE, name)
+            self.policies.discard(name)
+            return
+        peer = self.rng.choice([{"podSelector": {"matchLabels": {"app": self.rng.choice(APPS)}}},
+                                {"namespaceSelector": {}}, {"ipBlock": {"cidr": "172.16.0.0/16"}}])
+        spec = {"podSelector": {"matchLabels": {"app": self.rng.choice(APPS)}},
+                "ingress": [{"from": [peer], "ports": [{"port": self.rng.randint(1, 1000)}]}]}
+        if self.rng.random() < 0.3:
+            spec["egress"] = [{"to": [peer]}]
+        networks = {POLICY_FOR: "ovn4nfv.k8s/" + self.rng.choice(["net1", "net2"])}
+        if name in self.policies:
+            self.api.update_policy(NAMESPACE, name, spec, networks)
+        else:
+            self.api.create_policy(NAMESPACE, name, spec, networks)
+            self.policies.add(name)
 
     def kubelet(self):
         """CNI ADD for every pod the watcher has served and no ADD yet."""
@@ -108,12 +141,16 @@ class Churn:
 
     def step(self):
         roll = self.rng.random()
-        if roll < 0.45 or len(self.pods) < 5:
+        if roll < 0.4 or len(self.pods) < 5:
             self.create()
-        elif roll < 0.8:
+        elif roll < 0.7:
             self.delete(send_del=self.rng.random() > 0.1)       # now and then the DEL never comes
-        else:
+        elif roll < 0.8:
             self.change()
+        elif roll < 0.9:
+            self.label()
+        else:
+            self.policy()
         self.ops += 1
 
     # -- faults --------------------------------------------------------------
@@ -228,10 +265,8 @@ class Churn:
         missing = len(wanted - have) + len(added - node)
         ips = {}
         for _uid, _iface, row in nb:
-            for text in list(row.get("dynamic_addresses") or []) + list(row["addresses"]):
-                for word in text.split()[1:]:
-                    if word != "dynamic":
-                        ips.setdefault(word, set()).add(row["name"])
+            for word in _held(row):
+                ips.setdefault(word, set()).add(row["name"])
         duplicated = sum(1 for holders in ips.values() if len(holders) > 1)
         resurrected = 0
         with self.ports.lock:
@@ -242,9 +277,15 @@ class Churn:
                 seen_delete.add(uid)
             elif uid in seen_delete and self.deleted.get(uid, when + 1) < when:
                 resurrected += 1        # made again after its pod was deleted and its port removed
+        uids = set(p["uid"] for p in self.pods.values())
+        live = set(word for uid, _iface, row in nb if uid in uids for word in _held(row))
+        stale = sorted((r["name"], a) for r in self.env.node.box.rows("nb", "Address_Set")
+                       if r["external_ids"].get("ovn4nfv-policy") for a in _set(r["addresses"]) if a not in live)
+        groups = [r for r in self.env.node.box.rows("nb", "Port_Group")
+                  if r["external_ids"].get("ovn4nfv-policy")]
         return {"ops": self.ops, "faults": self.faults, "leaked": leaked, "resurrected": resurrected,
                 "duplicated_ips": duplicated, "missing": missing, "converge_s": converge_s,
-                "pods": len(self.pods)}
+                "pods": len(self.pods), "stale_policy_addresses": stale, "policies": len(groups)}
 
     def stop(self):
         if self.cluster is not None:
@@ -252,6 +293,17 @@ class Churn:
         if self.ports is not None:
             self.ports.close()
         self.env.stop()
+
+
+def _set(value):
+    """A set column as ovsdb-client prints it: one member bare, more as a list."""
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _held(row):
+    """The IP addresses a switch port row (ovsdb-client's) holds."""
+    return [word for text in _set(row.get("dynamic_addresses")) + _set(row["addresses"])
+            for word in text.split()[1:] if word != "dynamic"]
 
 
 def line(result):

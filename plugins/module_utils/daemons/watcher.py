@@ -264,6 +264,12 @@ class Watcher:
                 self.queue.add(key)
             for key in list(self.exhausted):
                 self.queue.add(key)
+            if self.policies:
+                # its deletion took its addresses out of the policies' sets;
+                # a policy planned from a view that still had the port may
+                # have put them back since (set mutations do not conflict):
+                # each policy is planned again, from a view without it
+                self.policies.requeue_all()
             return
         if key in self.pending:
             self.queue.add(key)
