@@ -18,12 +18,14 @@ same probe. The ACLs: every ACL row in the NB, beside what a naive
 per-pod rendering of the same policies would hold (one ACL per rule per
 selected port, and a default deny and its holes per isolated port).
 
+Usage: python -m benchmarks.policy [PODS] [POLICIES] [CYCLES]   (default 1000, 100 and 10)
 Last line:
 ``policy: pods=1000 policies=100 apply_p50_ms=<a> apply_p99_ms=<b> acls=<n> naive_acls=<m>``
 """
 
 import json
 import shutil
+import sys
 import tempfile
 import time
 
@@ -64,7 +66,9 @@ ADMIT = {"podSelector": {"matchLabels": {"app": "srv"}},
          "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "cli"}}}], "ports": [{"port": PORT}]}]}
 
 
-def main():
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    pods, policies, cycles = ([int(a) for a in argv] + [PODS, POLICIES, CYCLES][len(argv):])[:3]
     ansible = Ansible()      # only for its collection path
     collections = ansible.collections
     from tests.harness.dataplane import Node, Prober
@@ -90,7 +94,7 @@ def main():
         for n in range(NAMESPACES):
             api.create_namespace("bench-%d" % n, {"team": "t%d" % n})
         api.create_namespace("probe", {"team": "probe"})
-        for i in range(PODS):
+        for i in range(pods):
             api.create_pod("bench-%d" % (i % NAMESPACES), "pod%d" % i,
                            {"ovnNetwork": json.dumps([{"name": pod_network(i), "interface": "eth0"}])},
                            labels={"app": "a%d" % (i % APPS)})
@@ -98,9 +102,9 @@ def main():
             api.create_pod("probe", name, {"ovnNetwork": json.dumps([{"name": "net-a", "interface": "eth0"}])},
                            labels={"app": app})
         started = time.monotonic()
-        done = api.wait(lambda a: len(a.annotated_at) >= PODS + 2, 900)
+        done = api.wait(lambda a: len(a.annotated_at) >= pods + 2, 900)
         assert done, "not every pod was annotated:\n" + env.log_text()
-        print("%d pods annotated in %.1f s" % (PODS + 2, time.monotonic() - started))
+        print("%d pods annotated in %.1f s" % (pods + 2, time.monotonic() - started))
         ports = dict(((p["external_ids"].get("ovn4nfv-pod-namespace"), p["external_ids"].get("ovn4nfv-pod-name")),
                       p["name"]) for p in env.pod_ports())
         netns, address = {}, {}
@@ -110,13 +114,13 @@ def main():
             netns[name] = node.attach(name, "br-int", entry["mac_address"], entry["ip_address"],
                                       gateway="10.1.0.1", iface_id=ports[("probe", name)])
         node.wait_hv()
-        for index in range(POLICIES):
+        for index in range(policies):
             namespace, name, spec, network = tenant_policy(index)
             api.create_policy(namespace, name, spec, {POLICY_FOR: network})
-        groups = set(render.policy_group("%s/%s" % tenant_policy(i)[:2]) for i in range(POLICIES))
+        groups = set(render.policy_group("%s/%s" % tenant_policy(i)[:2]) for i in range(policies))
         with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, multi_policies.TABLES) as db:
             full = db.wait_for(lambda idl: groups <= set(
-                g.name for g in idl.tables["Port_Group"].rows.values() if len(g.ports) == PODS // APPS), 600)
+                g.name for g in idl.tables["Port_Group"].rows.values() if len(g.ports) == pods // APPS), 600)
         assert full, "the policies' groups never held their pods:\n" + env.log_text()
         prober = Prober(netns["srv"], netns["cli"], address["srv"], PORT)
         assert prober.until(True), "the client never reached the server before any policy"
@@ -129,7 +133,7 @@ def main():
             samples.append((time.monotonic() - start) * 1000)
 
         latencies = {"created": [], "changed": [], "label": []}
-        for cycle in range(CYCLES):
+        for cycle in range(cycles):
             timed(latencies["created"], lambda: api.create_policy("probe", "iso", ISOLATE, {POLICY_FOR: "ovn4nfv.k8s/net-a"}),
                   False, "created")
             timed(latencies["changed"], lambda: api.update_policy("probe", "iso", ADMIT), True, "changed")
@@ -163,7 +167,7 @@ def main():
                                                                       "deleted"), write=True)
         code, env = env.stop(), None
         baseline = []
-        for cycle in range(CYCLES):
+        for cycle in range(cycles):
             timed(baseline, lambda: direct(isolate, []), False, "baseline created")
             timed(baseline, lambda: direct(admit, [address["cli"]]), True, "baseline changed")
             timed(baseline, lambda: direct(admit, []), False, "baseline label away")
@@ -181,13 +185,13 @@ def main():
     assert code in (0, None), "the watcher did not stop cleanly (%r)" % (code,)
     every = [v for values in latencies.values() for v in values]
     print("%d pods on two networks, %d policies; %d cycles of: a policy created, changed, a label changed "
-          "away and back, each timed from the write until a new connection obeys it" % (PODS, POLICIES, CYCLES))
+          "away and back, each timed from the write until a new connection obeys it" % (pods, policies, cycles))
     for what, values in sorted(latencies.items()):
         print("  %-8s p50_ms=%.0f p99_ms=%.0f" % (what, percentile(values, 0.5), percentile(values, 0.99)))
     print("baseline (the core writing the same changes to the NB itself): p50_ms=%.0f p99_ms=%.0f" % (
         percentile(baseline, 0.5), percentile(baseline, 0.99)))
     print("policy: pods=%d policies=%d apply_p50_ms=%.0f apply_p99_ms=%.0f acls=%d naive_acls=%d" % (
-        PODS, POLICIES, percentile(every, 0.5), percentile(every, 0.99), acls, naive))
+        pods, policies, percentile(every, 0.5), percentile(every, 0.99), acls, naive))
 
 
 if __name__ == "__main__":
