@@ -102,8 +102,9 @@ def test_network_policy_lifecycle(sandbox, collections_path):
     acls = _acls(r["acls"])
     assert sorted(acls) == ["mgmt-operators-only", "monitoring", "net1-not-from-net2", "net2-no-dns-out"]
     assert _anchors(r["acls"]) == {
-        "net1": [("from-lport", 30000, "nd", "allow"), ("to-lport", 20000, "ip4.src == 172.16.1.1 || ip6.src == fd00:1::1",
-                                                       "allow-related"), ("to-lport", 30000, "nd", "allow")],
+        "net1": [("from-lport", 30000, "nd", "allow"),
+                 ("to-lport", 20000, "ip4.src == 172.16.1.1 || ip6.src == fd00:1::1", "allow-related"),
+                 ("to-lport", 30000, "nd", "allow")],
         "net2": [("to-lport", 20000, "ip4.src == 172.16.2.1", "allow-related")],
         "mgmt": [("to-lport", 20000, "ip4.src == 172.16.9.1", "allow-related")]}, \
         "every guarded network is stateful; the dual-stack one has its neighbour discovery holes"

@@ -52,8 +52,6 @@ __metaclass__ = type
 import json
 import re
 
-import netaddr
-
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import (
@@ -181,7 +179,7 @@ def _addresses(peers, networks, family):
             if subnet is not None:
                 out.add(subnet)
         elif "cidr" in peer:
-            cidr = netaddr.IPNetwork(peer["cidr"])
+            cidr = addressing.parse_cidr(peer["cidr"], "cidr")
             if cidr.version == family:
                 out.add(cidr)
     return sorted(out)

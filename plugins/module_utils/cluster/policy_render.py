@@ -82,7 +82,7 @@ def policy_group(policy_key):
 def deny_group(network, direction):
     """The default-deny port group of ``network`` in ``direction``."""
     return identifier("%s%s_" % (DENY_GROUP_PREFIX, _SHORT[direction]), network,
-                       "%s/%s" % (direction, network))
+                      "%s/%s" % (direction, network))
 
 
 def peer_set(group, direction, index, family):

@@ -325,9 +325,9 @@ CONTRACT = {
                          "the network_policy module", "the watcher (which pods' addresses it holds)"),
     "BASELINE_SET_PREFIX": (KIND_PREFIX, "Address_Set.name of a baseline rule's selector peers, per IP family",
                             "the network_policy module (cluster/baseline.py)", "the watcher, the audit"),
-    "ROLE_BASELINE_NETWORK": (KIND_VALUE, "ROLE on the ACLs of a network a baseline rule guards: "
-                             "its conntrack anchor, its neighbour discovery holes (beside NETWORK_KEY)", "the network_policy module (cluster/baseline.py)",
-                             "cluster/baseline.py, the audit"),
+    "ROLE_BASELINE_NETWORK": (KIND_VALUE, "ROLE on the ACLs of a network a baseline rule guards: its conntrack "
+                              "anchor, its neighbour discovery holes (beside NETWORK_KEY)",
+                              "the network_policy module (cluster/baseline.py)", "cluster/baseline.py, the audit"),
     "VIRTUAL_NETWORK_SCOPE": (KIND_NAME, "a MultiNetworkPolicy's k8s.v1.cni.cncf.io/policy-for annotation, "
                               "as <scope>/<network>", "tenants (their policies)",
                               "cluster/policy_model.py (parse_policy_for)"),
