@@ -78,17 +78,12 @@ def main(argv=None):
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import (
         INGRESS, POLICY_FOR, check_policy)
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
-
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
+    
     tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-policy-")
     node, env, prober = Node(), None, None
     try:
-        with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Chassis.tables) as db:
-            reconcile(ovs_resources.Chassis(), [{
-                "system_id": node.chassis, "ovn_remote": node.box.sb_db, "encap_type": ["geneve"],
-                "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev"}], "merged", db)
-        node.start_controller()
+        node.join()
         env = Cluster(tmp, collections, networks=NETWORKS, box=node.box)
         api = env.api
         for n in range(NAMESPACES):

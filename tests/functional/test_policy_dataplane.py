@@ -28,7 +28,6 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology impor
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
 from tests.harness.dataplane import Node, ip as ip_run, sctp_reaches, tcp_exchange, udp_exchange
@@ -59,11 +58,7 @@ def addresses(iface):
 def node():
     node = Node()
     try:
-        with ovsdb.Database(node.box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Chassis.tables) as db:
-            reconcile(ovs_resources.Chassis(), [{
-                "system_id": node.chassis, "ovn_remote": node.box.sb_db, "encap_type": ["geneve"],
-                "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev"}], "merged", db)
-        node.start_controller()
+        node.join()
         checked = [(n, vn.check_network(dict({"name": n, "subnet": v4}, **({"subnet6": v6} if v6 else {})), n))
                    for n, (v4, v6) in sorted(NETWORKS.items())]
         with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:

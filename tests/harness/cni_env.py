@@ -12,7 +12,6 @@ import sys
 import time
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
@@ -22,7 +21,7 @@ from tests.harness.dataplane import Node, ip
 from tests.harness.kube_api_standin import NODE_AGENT, KubeAPIStandIn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
 
 NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "routes": [{"dst": "10.20.0.0/16"}]},
@@ -50,11 +49,7 @@ class Env:
         self.api = KubeAPIStandIn()
         self.agent = None
         box = self.node.box
-        with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Chassis.tables) as db:
-            reconcile(ovs_resources.Chassis(), [{
-                "system_id": self.node.chassis, "ovn_remote": box.sb_db, "encap_type": ["geneve"],
-                "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev"}], "merged", db)
-        self.node.start_controller()
+        self.node.join()
         box.run("ovs-vsctl", "--db=" + box.ovs_db, "--timeout=30", "wait-until", "bridge", "br-int")
         with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
             execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)

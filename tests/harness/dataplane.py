@@ -69,6 +69,19 @@ class Node:
                 args[0], result.returncode, result.stderr.strip()[-2000:]))
         return result
 
+    def join(self):
+        """Make the node a chassis of the sandbox's SB (its Open_vSwitch
+        row's settings, as ovn_chassis writes them) and start its
+        ovn-controller."""
+        from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+        from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import reconcile
+        from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
+        with ovsdb.Database(self.box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Chassis.tables) as db:
+            reconcile(ovs_resources.Chassis(), [{
+                "system_id": self.chassis, "ovn_remote": self.box.sb_db, "encap_type": ["geneve"],
+                "encap_ip": "127.0.0.1", "bridge_datapath_type": "netdev"}], "merged", db)
+        self.start_controller()
+
     def start_controller(self):
         """Start ovn-controller in the node; it creates br-int (netdev)."""
         self.box.pidfiles.append(os.path.join(self.box.dir, "ovn-controller.pid"))

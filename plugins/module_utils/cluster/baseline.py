@@ -59,7 +59,7 @@ from ..common.marks import (
     OWNER_VALUE, ROLE, ROLE_BASELINE_NETWORK)
 from ..common.naming import in_range
 from ..common.selectors import parse_selector
-from ..ovsdb.declared import CompositeKind, plan_declared
+from ..ovsdb.declared import CompositeKind, over_current, plan_declared
 from ..ovsdb.plan import plan, validate_config
 from ..ovsdb.view import cell
 from ..resources.nb_acls import Meter, SwitchACL
@@ -329,15 +329,10 @@ class Baseline(CompositeKind):
         return read_baseline(view)
 
     def complete(self, item, current, merge, where, view):
-        if merge and current is not None:
-            item = dict(current, **dict((k, v) for k, v in item.items() if v is not None))
-        return check_rule(item, where)
+        return check_rule(over_current(item, current, merge), where)
 
     def realise(self, view, declaration, result):
-        touched = declaration.touched
-        for name in touched:
-            after = declaration.declared.get(name)
-            result.record(name, declaration.current.get(name), after[1] if after else None)
+        touched = declaration.record(result)
         if not touched:
             return
         problems, taken = [], {}

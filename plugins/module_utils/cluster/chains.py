@@ -40,7 +40,7 @@ from ..common.marks import (
     K_CHAIN_SPEC, OWNER_KEY, OWNER_VALUE)
 from ..common.naming import interface_name, in_range
 from ..common.selectors import label_map
-from ..ovsdb.declared import CompositeKind, plan_declared
+from ..ovsdb.declared import CompositeKind, over_current, plan_declared
 from ..ovsdb.execution import Batch
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_policies import AddressSet, RouterPolicy
@@ -190,16 +190,10 @@ class Chains(CompositeKind):
         return read_chains(view)
 
     def complete(self, item, current, merge, where, view):
-        if merge and current is not None:
-            # merged: the options given, over the chain as it is
-            item = dict(current, **dict((k, v) for k, v in item.items() if v is not None))
-        return check_chain(item, where)
+        return check_chain(over_current(item, current, merge), where)
 
     def realise(self, view, declaration, result):
-        touched = declaration.touched
-        for name in touched:
-            after = declaration.declared.get(name)
-            result.record(name, declaration.current.get(name), after[1] if after else None)
+        touched = declaration.record(result)
         if not touched:
             return
         policies, sets, problems = [], [], []

@@ -153,11 +153,7 @@ class MultiNetworkPolicies(CompositeKind):
                 "stateful": "stateless" not in modes}
 
     def realise(self, view, declaration, result):
-        touched = declaration.touched
-        for key in touched:
-            before = declaration.current.get(key)
-            after = declaration.declared.get(key, (None, None))[1]
-            result.record(key, _summary(before), _summary(after))
+        touched = declaration.record(result, _summary)
         if not touched:
             return
         groups, sets, acls = [], [], []

@@ -69,6 +69,25 @@ class Declaration:
         """The names the plan creates, changes or deletes, sorted."""
         return sorted(set(self.declared) | set(self.deleting))
 
+    def record(self, result, shown=None):
+        """Record, on the plan ``result``, each object touched as it was and
+        as it will be (``shown(object)`` of each, when given: what a change
+        report says of it); returns :attr:`touched`."""
+        shown = shown or (lambda obj: obj)
+        touched = self.touched
+        for name in touched:
+            after = self.declared.get(name)
+            result.record(name, shown(self.current.get(name)), shown(after[1] if after else None))
+        return touched
+
+
+def over_current(item, current, merge):
+    """What ``merged`` means for one item: the options it gives (those not
+    None) over the object as it is; the item as given otherwise."""
+    if merge and current is not None:
+        return dict(current, **dict((k, v) for k, v in item.items() if v is not None))
+    return item
+
 
 class CompositeKind:
     """A kind of object declared as a list; subclasses say how one is read,
