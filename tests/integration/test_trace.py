@@ -5,7 +5,7 @@ source, and bad requests refused before anything is read."""
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import multi_policies, networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import baseline, multi_policies, networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import POLICY_FOR, check_policy
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
@@ -146,3 +146,22 @@ def test_a_packet_a_policy_drops_names_the_acl(cluster, collections_path):
     assert r["out_of_w1b"]["hops"][0]["events"][0]["stage"].startswith("ls_in_acl_after_lb"), \
         "egress is judged after the load balancer"
     assert r["untouched"]["verdict"] == "delivered", "w1a is not isolated, nor is w2a"
+
+
+def test_a_packet_the_operator_s_baseline_drops_names_its_rule(cluster, collections_path):
+    """A baseline rule (network_policy's plan) on ovn-net2 refusing ovn-net1:
+    a packet from ovn-net1 through the router is dropped by it, named."""
+    box = cluster
+    rule = {"name": "net2-not-from-net1", "network": "ovn-net2", "peers": [{"network": "ovn-net1"}]}
+    with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, tuple(sorted(set(TABLES + baseline.TABLES)))) as db:
+        execute(db, lambda v: baseline.plan_baseline(v, [("config[0]", rule)], "merged"), write=True)
+    box.nbctl("--wait=sb", "sync")
+    tasks = [trace_task("refused", {"source": {"port": "default_pod-w1a_eth0"},
+                                    "destination": {"pod": "web-w2", "interface": "net1"},
+                                    "protocol": "tcp", "port": 80}, box.sb_db)]
+    r, proc = run_playbook(collections_path, tasks, module_defaults={"group/ovn4nfv.k8s.ovsdb": {"timeout": 20}})
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert r["refused"]["verdict"] == "dropped", r["refused"]
+    events = [e for h in r["refused"]["hops"] for e in h["events"] if e["kind"] == "acl"]
+    assert [e.get("acl") for e in events] == ["base:net2-not-from-net1"], r["refused"]["lines"]
+    assert r["refused"]["where"].startswith("by ovn-net2 ls_out_acl"), r["refused"]["where"]
