@@ -123,8 +123,15 @@ def main(argv=None):
         def timed(samples, action, expected, what):
             start = time.monotonic()
             action()
-            assert prober.until(expected), "%s: the probe never %s\n%s" % (
-                what, "answered" if expected else "was refused", env.log_text()[-4000:])
+            if not prober.until(expected):
+                group = render.policy_group("probe/iso")
+                acls = [(a["direction"], a["priority"], a["match"], a["action"]) for a in node.box.rows("nb", "ACL")
+                        if group in a["match"] or "net-a" in (a["name"] or "")]
+                sets = [(a["name"], a["addresses"]) for a in node.box.rows("nb", "Address_Set") if group in a["name"]]
+                members = [(g["name"], g["ports"]) for g in node.box.rows("nb", "Port_Group") if g["name"] == group]
+                raise AssertionError("%s (sample %d): the probe never %s; the probe's ACLs: %s; sets: %s; group: %s\n%s" % (
+                    what, len(samples), "answered" if expected else "was refused", acls, sets, members,
+                    env.log_text()[-4000:] if env is not None else ""))
             samples.append((time.monotonic() - start) * 1000)
 
         latencies = {"created": [], "changed": [], "label": []}
