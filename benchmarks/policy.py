@@ -79,7 +79,7 @@ def main(argv=None):
         INGRESS, POLICY_FOR, check_policy)
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
-    
+
     tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-policy-")
     node, env, prober = Node(), None, None
     try:
