@@ -267,14 +267,8 @@ class Policies:
         peers = {}
         for direction in multi_policies.DIRECTIONS:
             for index, rule in enumerate(checked.rules(direction)):
-                picked = set()
-                for peer in rule.peers:
-                    if peer.is_block:
-                        continue
-                    for namespace, name, labels in pods:
-                        if _picks(peer, namespace, labels, namespaces):
-                            picked.update(str(ip) for _port, ips in ports.get((namespace, name), ()) for ip in ips)
-                peers[(direction, index)] = sorted(picked)
+                peers[(direction, index)] = sorted(set(
+                    ip for peer in rule.peers if not peer.is_block for ip in _addresses(peer, pods, namespaces, ports)))
         return {"name": checked.key, "policy": checked, "switches": switches, "members": sorted(set(members)),
                 "peers": peers}
 
@@ -288,11 +282,7 @@ class Policies:
 
         def resolve(namespace_selector, pod_selector):
             peer = policy_model.Peer(namespace_selector=namespace_selector, pod_selector=pod_selector)
-            for namespace, name, labels in pods:
-                if _picks(peer, namespace, labels, namespaces):
-                    for _port, ips in ports.get((namespace, name), ()):
-                        for ip in ips:
-                            yield str(ip)
+            return _addresses(peer, pods, namespaces, ports)
         return resolve
 
     def _live_pods(self):
@@ -331,6 +321,16 @@ class Policies:
         while not stopping.is_set() and not (self.watcher.listed.wait(1) and self.namespaces_listed.wait(1)):
             pass
         serve(self.queue, self.handle, LOG, "policy", (Ovn4nfvError, kube.ApiException))
+
+
+def _addresses(peer, pods, namespaces, ports):
+    """The addresses (strings) of every port of the ``pods`` selector
+    ``peer`` picks: a tenant's rule's peers and the baseline's alike."""
+    for namespace, name, labels in pods:
+        if _picks(peer, namespace, labels, namespaces):
+            for _port, ips in ports.get((namespace, name), ()):
+                for ip in ips:
+                    yield str(ip)
 
 
 def _picks(peer, namespace, labels, namespaces):
