@@ -1,17 +1,23 @@
 """verify.yml's probe (run as ``python3 probe.py ...``): what the pods on a node are, and whether they reach
 their peers. Standard library only, plus pyroute2 to enter namespaces.
 
-    probe.py pods NETWORKS_JSON           list the pod namespaces and their
-                                          addresses on the given networks
-    probe.py serve PORT [--netns NS]...   answer TCP on PORT (in each NS, or
-                                          here) with "seen <client address>
-                                          <NS>", in the background, for at
-                                          most --seconds
+    probe.py pods NETWORKS_JSON           list the pod namespaces, their
+                                          addresses on the given networks and
+                                          their pods' Kubernetes namespaces
+    probe.py serve PORT [--netns NS[:PORTS]]...
+                                          answer TCP on PORT (in each NS, or
+                                          here; on PORTS, comma-separated,
+                                          where an NS names them) with "seen
+                                          <client address> <NS>", in the
+                                          background, for at most --seconds
     probe.py stop                         stop the servers started here
     probe.py check LINKS_JSON             ping and TCP for each link
                                           {src_netns, dst, port}; a link with
                                           a count is a Service's: that many
-                                          connections, and who answered each
+                                          connections, and who answered each;
+                                          a link with an expect ("allowed" or
+                                          "denied") is a policy's: TCP only,
+                                          each try's outcome
     probe.py fdb BRIDGE                   whether BRIDGE has learned its own
                                           MAC on a port other than LOCAL
     probe.py rx NETNS IFNAME...           each interface's received packets
@@ -20,8 +26,9 @@ their peers. Standard library only, plus pyroute2 to enter namespaces.
                                           answers
 
 Every wait is bounded: a link gets up to 3 pings (-c 1 -W 2) and 3 TCP
-connects (3 s each), a Service's link its count of connects (3 s each);
-the links of one run are probed at once.
+connects (3 s each), a Service's link its count of connects (3 s each), a
+policy's link 3 connects (3 s each; an allowed one stops at the first
+answer); the links of one run are probed at once.
 """
 
 import ipaddress
@@ -36,6 +43,9 @@ import time
 
 NETNS_DIR = "/run/netns"
 PIDS = os.environ.get("OVN4NFV_PROBE_PIDS", "/run/ovn4nfv-probe.pids")
+# what the node agent writes on a pod's OVS interface: <namespace>/<name>
+# (common/marks.py's K_POD_REF; this probe stands alone)
+POD_REF = "ovn4nfv-pod"
 
 
 def enter(netns):
@@ -50,7 +60,14 @@ def _ovs_json(*args):
     return json.loads(done.stdout) if done.returncode == 0 and done.stdout else {"data": []}
 
 
-def mirror_outputs():
+def ifindexes():
+    """``{name: ifindex}`` of this namespace's links (OVS's ports among them)."""
+    links = subprocess.run(["ip", "-j", "link", "show"], check=False, stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout or "[]"
+    return dict((link.get("ifname"), link["ifindex"]) for link in json.loads(links))
+
+
+def mirror_outputs(indexes):
     """The ifindex of each port that is a mirror's output (a tap's collector):
     OVS hands such a port nothing but the copies and drops what it sends, so
     it is no link of the matrix, whatever verify.yml was told."""
@@ -61,19 +78,31 @@ def mirror_outputs():
                     if row[0][1] in outputs)
     except (OSError, ValueError, KeyError, IndexError):
         return set()
-    links = subprocess.run(["ip", "-j", "link", "show"], check=False, stdout=subprocess.PIPE,
-                           universal_newlines=True).stdout or "[]"
-    return set(link["ifindex"] for link in json.loads(links) if link.get("ifname") in names)
+    return set(indexes[name] for name in names if name in indexes)
+
+
+def pod_namespaces(indexes):
+    """``{ifindex: Kubernetes namespace}`` of the OVS interfaces the node
+    agent made for pods (their POD_REF)."""
+    try:
+        rows = _ovs_json("--columns=name,external_ids", "list", "Interface")["data"]
+        refs = dict((row[0], dict(row[1][1]).get(POD_REF)) for row in rows if row[1][0] == "map")
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return {}
+    return dict((indexes[name], ref.partition("/")[0]) for name, ref in refs.items()
+                if ref and "/" in ref and name in indexes)
 
 
 def pods(networks):
     """Each namespace under /run/netns with its addresses on ``networks``;
-    ``collector`` when one of its interfaces is a mirror's output. A
-    namespace with several names (containerd's ``cni-<id>``, and the pod's
-    own that the lab's kubelet adds) is one pod, under the name that is not
-    the runtime's."""
+    ``collector`` when one of its interfaces is a mirror's output;
+    ``namespace``, its pod's Kubernetes namespace, read from its OVS port
+    (None when it has none). A network namespace with several names
+    (containerd's ``cni-<id>``, and the pod's own that the lab's kubelet
+    adds) is one pod, under the name that is not the runtime's."""
     subnets = dict((n["name"], ipaddress.ip_network(n["subnet"])) for n in networks)
-    collectors = mirror_outputs()
+    indexes = ifindexes()
+    collectors, namespaces = mirror_outputs(indexes), pod_namespaces(indexes)
     out = []
     names = sorted(os.listdir(NETNS_DIR), key=lambda n: (n.startswith("cni-"), n)) if os.path.isdir(NETNS_DIR) else []
     seen = set()
@@ -87,16 +116,17 @@ def pods(networks):
         seen.add((stat.st_dev, stat.st_ino))
         text = subprocess.run(["ip", "-n", name, "-j", "-4", "addr", "show"], check=False,
                               stdout=subprocess.PIPE, universal_newlines=True).stdout or "[]"
-        addresses, collector = {}, False
+        addresses, collector, namespace = {}, False, None
         for link in json.loads(text):
             collector = collector or link.get("link_index") in collectors
+            namespace = namespace or namespaces.get(link.get("link_index"))
             for info in link.get("addr_info", []):
                 ip = ipaddress.ip_address(info["local"])
                 for net, subnet in subnets.items():
                     if ip in subnet:
                         addresses[net] = {"ip": str(ip), "interface": link["ifname"]}
         if addresses:
-            out.append({"netns": name, "networks": addresses, "collector": collector})
+            out.append({"netns": name, "networks": addresses, "collector": collector, "namespace": namespace})
     return sorted(out, key=lambda pod: pod["netns"])
 
 
@@ -173,23 +203,38 @@ def answer_tcp(report, port, netns, seconds):
             conn.sendall(("seen %s %s\n" % (peer[0], netns or "host")).encode())
 
 
+def listeners(port, netns_list):
+    """``[(netns, port)]``: each of ``netns_list`` (or here) on ``port``,
+    or, where an entry is ``NS:PORTS``, on those (comma-separated)."""
+    out = []
+    for entry in netns_list or [None]:
+        netns, _sep, ports = (entry or "").partition(":")
+        for text in ports.split(",") if ports else [str(port)]:
+            if not text.isdigit() or not 0 < int(text) < 65536:
+                raise SystemExit("serve: %r is no port (in %r)" % (text, entry))
+            out.append((netns or None, int(text)))
+    return out
+
+
 def serve(port, netns_list, seconds):
-    """Fork one server per namespace; each answers until ``seconds`` pass.
-    The servers of an earlier run stop first: left running, one would keep
-    the port and then end its own time in the middle of this run's checks.
-    Returns once every server listens, or fails naming those that do not."""
+    """Fork one server per namespace and port (see :func:`listeners`); each
+    answers until ``seconds`` pass. The servers of an earlier run stop
+    first: left running, one would keep the port and then end its own time
+    in the middle of this run's checks. Returns once every server listens,
+    or fails naming those that do not."""
+    wanted = listeners(port, netns_list)
     stop()
-    servers = [(netns, spawn(answer_tcp, port, netns, seconds)) for netns in netns_list or [None]]
+    servers = [(netns, one, spawn(answer_tcp, one, netns, seconds)) for netns, one in wanted]
     with open(PIDS, "a") as handle:
-        handle.write("".join("%d\n" % pid for _netns, (pid, _fd) in servers))
+        handle.write("".join("%d\n" % pid for _netns, _port, (pid, _fd) in servers))
     failed = []
-    for netns, (_pid, read_end) in servers:
+    for netns, one, (_pid, read_end) in servers:
         answer = receive(read_end, 20)
         if answer != "listening":
-            failed.append("%s: %s" % (netns or "host", "no answer in 20 s" if answer is None
-                                      else answer or "exited"))
+            failed.append("%s:%d: %s" % (netns or "host", one, "no answer in 20 s" if answer is None
+                                         else answer or "exited"))
     if failed:
-        raise SystemExit("servers not listening on %d: %s" % (port, "; ".join(failed)))
+        raise SystemExit("servers not listening: %s" % "; ".join(failed))
     return {"servers": len(servers)}
 
 
@@ -223,6 +268,14 @@ def stop(seconds=5):
 ATTEMPTS = 3
 
 
+def ask(dst, port):
+    """One TCP connection to ``dst``:``port``, its connect and its read each
+    bounded by 3 s: the words the server answered ("seen <client> <NS>")."""
+    with socket.create_connection((dst, port), timeout=3) as conn:
+        conn.settimeout(3)
+        return conn.recv(100).decode().split()
+
+
 def probe_link(link):
     """Ping and TCP to ``link["dst"]`` from here; each is tried up to
     ATTEMPTS times, so that one packet lost while a remote chassis is still
@@ -236,9 +289,7 @@ def probe_link(link):
             break
     for _attempt in range(ATTEMPTS):
         try:
-            with socket.create_connection((link["dst"], link["port"]), timeout=3) as conn:
-                conn.settimeout(3)
-                data = conn.recv(100).decode().split()
+            data = ask(link["dst"], link["port"])
             if len(data) in (2, 3) and data[0] == "seen":
                 result.update(tcp=True, seen=data[1], error=None)
                 break
@@ -257,9 +308,7 @@ def reach(link):
     result = {"answered": 0, "from": [], "error": None}
     for _attempt in range(link["count"]):
         try:
-            with socket.create_connection((link["dst"], link["port"]), timeout=3) as conn:
-                conn.settimeout(3)
-                data = conn.recv(100).decode().split()
+            data = ask(link["dst"], link["port"])
             if len(data) == 3 and data[0] == "seen":
                 result["answered"] += 1
                 result["from"].append(data[2])
@@ -270,12 +319,43 @@ def reach(link):
     return result
 
 
+def policed(link):
+    """TCP to ``link["dst"]``:``link["port"]``, ATTEMPTS connections, each
+    bounded by 3 s; one that ``expect``s ``allowed`` stops at the first
+    answer. ``tries``: each one's outcome, ``answered`` (the server's
+    "seen"), ``refused`` (a reset: the packet got there, no one listens),
+    ``timeout`` (no word back: dropped on the way) or the error;
+    ``seen``: the client's address as the server saw it."""
+    result = {"tries": [], "seen": None}
+    for _attempt in range(ATTEMPTS):
+        try:
+            data = ask(link["dst"], link["port"])
+            outcome = "answered" if len(data) == 3 and data[0] == "seen" else "answered %r" % " ".join(data)
+            result["seen"] = data[1] if outcome == "answered" else result["seen"]
+        except socket.timeout:
+            outcome = "timeout"
+        except ConnectionRefusedError:
+            outcome = "refused"
+        except OSError as exc:
+            outcome = str(exc)
+        result["tries"].append(outcome)
+        if outcome == "answered" and link.get("expect") == "allowed":
+            break
+    return result
+
+
 def probe_in(report, link):
-    """``probe_link`` (or ``reach``, for a link with a ``count``) from
-    inside the link's ``src_netns``, reported as JSON."""
+    """``probe_link`` (``reach`` for a link with a ``count``, ``policed``
+    for one with an ``expect``) from inside the link's ``src_netns``,
+    reported as JSON."""
     if link.get("src_netns"):
         enter(link["src_netns"])
-    report(json.dumps(reach(link) if "count" in link else probe_link(link)))
+    if "count" in link:
+        report(json.dumps(reach(link)))
+    elif "expect" in link:
+        report(json.dumps(policed(link)))
+    else:
+        report(json.dumps(probe_link(link)))
 
 
 def check(links):
@@ -291,8 +371,8 @@ def check(links):
         try:
             result = json.loads(text)
         except (TypeError, ValueError):
-            result = {"ping": False, "tcp": False, "seen": None,
-                      "error": "probe failed: %s" % ("no answer in 60 s" if text is None else text)}
+            failed = "probe failed: %s" % ("no answer in 60 s" if text is None else text)
+            result = {"ping": False, "tcp": False, "seen": None, "error": failed, "tries": [failed]}
         out.append(dict(link, **result))
     return out
 
