@@ -18,8 +18,8 @@ This file is the command line only: :data:`COMMANDS` maps each command to
 the room that does it. The rooms: ``host`` (the machine and the images),
 ``containers`` (container sets and their networks; the :class:`Session`
 every room is given), ``credentials`` (the API's), ``playbooks`` (running
-them, reading their output), ``workload`` (pods, Service, chain, tap) and
-``scenarios`` (run, chaos, reboot).
+them, reading their output), ``workload`` (pods, Service, chain, tap,
+policy and baseline) and ``scenarios`` (run, chaos, reboot).
 """
 
 import argparse
@@ -114,8 +114,9 @@ COMMANDS = {
     "api": (api, "start the API stand-in on the set's master and register its Kubernetes nodes"),
     "site": (show_playbook, "run playbooks/site.yml on the lab"),
     "networks": (show_playbook, "run playbooks/networks.yml on the lab"),
-    "pods": (pods, "make the lab's pods as kubelet would, its Service, then its chain and tap"),
-    "verify": (show_playbook, "run playbooks/verify.yml: every link, the Service, the chain and the tap"),
+    "pods": (pods, "make the lab's pods as kubelet would, its Service and tenants' policy, then its chain, tap "
+                   "and baseline"),
+    "verify": (show_playbook, "run playbooks/verify.yml: every link, the Service, the chain, the tap and the policy"),
     "reset": (show_playbook, "run playbooks/reset.yml: take the product off the lab"),
     "audit": (show_playbook, "run playbooks/audit.yml and show what it found (--repair: and mended)"),
     "picture": (picture, "draw the lab (playbooks/topology.yml) and say where the page is"),

@@ -20,6 +20,12 @@ both networks on each further worker, so that every worker has links in
 verify.yml's matrix. They, the Service, the chain and the tap go on the
 first two networks of ``ovn4nfv_networks``, whatever their names and
 subnets (``ovn-net1`` and ``ovn-net2`` in the example): :attr:`Layout.pod_networks`.
+
+The seed's pods are in the namespace ``default``, the matrix's
+(:data:`MATRIX_NAMESPACES`); the tenants' pods that a MultiNetworkPolicy
+speaks of (:data:`POLICY_PODS`) are in labelled namespaces of their own
+(:data:`TENANTS`), out of the matrix: what reaches them is the policy's
+to say, and verify.yml's policy rows check it.
 """
 
 import json
@@ -51,6 +57,20 @@ SEED_PODS = [(0, "pod-w1a", BOTH, {}), (0, "pod-w1b", BOTH, {}),
              (0, "cli-w1", NET2, {}),
              (0, "chain-src", NET1, {"app": "chain-src"}), (0, "chain-dst", NET2, {}),
              (1, "fwd-w2", BOTH, FWD), (0, "col-w1", NET1, {})]
+DEFAULT_NAMESPACE = "default"
+# The namespaces whose pods verify.yml's matrix covers (the lab's inventory
+# says so: ovn4nfv_verify_namespaces); the tenants' are left to the policy rows.
+MATRIX_NAMESPACES = [DEFAULT_NAMESPACE]
+# The tenants' namespaces and their labels (a policy's namespaceSelector picks them).
+SERVER_NS, OTHER_NS = "tenant-a", "tenant-b"
+TENANTS = {SERVER_NS: {"team": "a"}, OTHER_NS: {"team": "b"}}
+SERVER, CLIENT = {"app": "srv"}, {"app": "cli"}
+# (worker index, pod, its networks, its labels, its namespace): the policy's
+# server and the client its labels admit on different workers, so that the
+# policy is proven across the overlay, and a pod of the other tenant beside
+# the server; all on the first network only.
+POLICY_PODS = [(1, "pol-srv", NET1, SERVER, SERVER_NS), (0, "pol-cli", NET1, CLIENT, SERVER_NS),
+               (1, "pol-b", NET1, {}, OTHER_NS)]
 
 
 class LayoutError(Exception):
@@ -87,6 +107,8 @@ class Layout:
             raise LayoutError("%s: the lab's pods need two networks in ovn4nfv_networks, which declares %d"
                               % (self.inventory, len(networks)))
         self.pod_networks = tuple(networks[:2])
+        self.pod_subnets = tuple(_subnet(self.inventory, network)
+                                 for network in hostvars[kube[0]]["ovn4nfv_networks"][:2])
         underlay, external, self.nodes = {}, {}, {}
         for host in kube + [h for h in self.externals if h not in kube]:
             if host == API_HOSTNAME:
@@ -171,13 +193,18 @@ class Layout:
         return json.dumps(interfaces)
 
     def pods(self):
-        """``[(worker, pod, networks JSON, labels)]``: the seed's pods on the
-        first two workers, and ``pod-w<n>a`` on both networks on each
-        further worker."""
-        pods = [(self.workers[index], pod, kind, labels) for index, pod, kind, labels in SEED_PODS]
-        pods += [(worker, "pod-w%da" % (index + 1), BOTH, {})
+        """``[(worker, pod, networks JSON, labels, namespace)]``: the seed's
+        pods on the first two workers, ``pod-w<n>a`` on both networks on
+        each further worker (all in ``default``), then the policy's pods in
+        the tenants' namespaces."""
+        pods = [(self.workers[index], pod, kind, labels, DEFAULT_NAMESPACE)
+                for index, pod, kind, labels in SEED_PODS]
+        pods += [(worker, "pod-w%da" % (index + 1), BOTH, {}, DEFAULT_NAMESPACE)
                  for index, worker in enumerate(self.workers) if index >= 2]
-        return [(worker, pod, self.request(kind), labels) for worker, pod, kind, labels in pods]
+        pods += [(self.workers[index], pod, kind, labels, namespace)
+                 for index, pod, kind, labels, namespace in POLICY_PODS]
+        return [(worker, pod, self.request(kind), labels, namespace)
+                for worker, pod, kind, labels, namespace in pods]
 
     def connection_inventory(self, api_dir):
         """How Ansible reaches these containers, and the lab's API: the
@@ -190,7 +217,9 @@ class Layout:
                      "cni_kubeconfig_content": "{{ lookup('ansible.builtin.file', lab_api_dir ~ '/node-agent.kubeconfig') }}",
                      "watcher_kubeconfig_content": "{{ lookup('ansible.builtin.file', lab_api_dir ~ '/watcher.kubeconfig') }}",
                      # the lab's pods are made through containerd's CRI (lab/kubelet.py)
-                     "ovn4nfv_container_runtime": True},
+                     "ovn4nfv_container_runtime": True,
+                     # verify.yml's matrix: the seed's pods, not the tenants'
+                     "ovn4nfv_verify_namespaces": MATRIX_NAMESPACES},
             "hosts": dict((host, {"ansible_host": self.container(host)}) for host in self.hosts())}}
 
 
@@ -207,6 +236,19 @@ def _interface(host, name, value):
         return netaddr.IPNetwork(value)
     except (netaddr.AddrFormatError, ValueError, TypeError):
         raise LayoutError("%s: %s is not an address: %r" % (host, name, value))
+
+
+def _subnet(inventory, network):
+    """A lab network's IPv4 subnet (the policy admits the second one's)."""
+    value = _literal(network.get("name"), "subnet", network.get("subnet"))
+    try:
+        subnet = netaddr.IPNetwork(value)
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        subnet = None
+    if subnet is None or subnet.version != 4 or subnet.ip != subnet.network:
+        raise LayoutError("%s: the lab's network %s needs an IPv4 subnet, not %r" % (
+            inventory, network.get("name"), value))
+    return str(subnet)
 
 
 def _one_subnet(inventory, name, interfaces):

@@ -1,6 +1,6 @@
 """Running the collection's playbooks against the lab, and reading their
-output: the recap, verify.yml's rows (links, Services, chains, taps) and
-traces, audit.yml's findings.
+output: the recap, verify.yml's rows (links, Services, chains, taps,
+policies) and traces, audit.yml's findings.
 """
 
 import json
@@ -12,7 +12,7 @@ import time
 
 from lab.host import ROOT
 
-ROW_KINDS = ("service", "chain", "tap")
+ROW_KINDS = ("service", "chain", "tap", "policy")
 AUDIT_LINE = re.compile(r'"((?:WARNING|ERROR|REPAIRED) .*)",?$')
 AUDIT_SHOWN = re.compile(r'"((?:WARNING|ERROR|REPAIRED|skipped) .*)",?$')
 FAILED_TASK = "[ERROR]: Task failed: Action failed: "
@@ -79,7 +79,7 @@ def changed(*recaps):
 
 def matrix(proc, kind="link"):
     """verify.yml's rows of ``kind``: ``link`` (the connectivity matrix),
-    or ``service``, ``chain``, ``tap`` (rows that read ``OK   <kind> ...``)."""
+    or ``service``, ``chain``, ``tap``, ``policy`` (rows that read ``OK   <kind> ...``)."""
     lines = []
     for line in proc.stdout.splitlines():
         match = re.search(r'"((?:OK|FAIL) .*)",?$', line.strip())

@@ -12,7 +12,7 @@ from lab import credentials, host, layout as seed
 from lab.containers import up, wait_booted
 from lab.host import exec_in, log, podman
 from lab.playbooks import audit_findings, changed, matrix, picture_line, playbook, traces
-from lab.workload import kubelet, node_of, run_pods, verify_vars, with_labels, workloads
+from lab.workload import kubelet, node_of, run_pods, tenants, verify_vars, with_labels, workloads
 
 WATCHER_UNIT, AGENT_UNIT = "ovn4nfv-watcher", "ovn4nfv-agent"
 VICTIM = "chaos-victim"
@@ -68,9 +68,10 @@ def deletion_check(session):
 def run(session):
     """``make lab``: the whole lab from nothing (or from what stands), each
     phase timed, then verify.yml, the deletions, the picture and a second
-    run that must change nothing. Prints ``lab: pods=.. links_ok=N/N
-    deploy_s=.. rerun_s=.. rerun_changed=0 pid1=systemd debian=..
-    services_ok=.. chains_ok=.. taps_ok=..``."""
+    run (site.yml, workloads.yml and the tenants' policy) that must change
+    nothing. Prints ``lab: pods=.. links_ok=N/N deploy_s=.. rerun_s=..
+    rerun_changed=0 pid1=systemd debian=.. services_ok=.. chains_ok=..
+    taps_ok=.. policies_ok=..``."""
     phases = {}
 
     def phase(name, function, *args, **kwargs):
@@ -94,18 +95,22 @@ def run(session):
     after = phase("deletions", deletion_check, session)
     services = matrix(verify, "service") + after["service"]
     chains, taps = matrix(verify, "chain") + after["chain"], matrix(verify, "tap")
+    policies = matrix(verify, "policy")
     picture = phase("picture", draw, session)
     rerun_s, recap, _p = phase("rerun", playbook, session, "site.yml")
     _w, recap_w, _p = phase("rerun-workloads", workloads, session)
+    retenanted = phase("rerun-policies", tenants, session)
     rows = matrix(verify)
     print("\n".join(["", "== connectivity matrix"] + rows))
-    print("\n".join(["", "== services"] + services + ["", "== chains"] + chains + ["", "== taps"] + taps))
+    print("\n".join(["", "== services"] + services + ["", "== chains"] + chains + ["", "== taps"] + taps
+                    + ["", "== policies"] + policies))
     print("\n== topology\n" + topology_text(session))
     print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
     print("== picture: " + picture)
     print("== pods: " + ", ".join("%s@%s %s" % (p["pod"], p["node"], " ".join(p["ips"])) for p in pods))
     ok = sum(1 for r in rows if r.startswith("OK"))
-    rerun_changed = changed(recap, recap_w)
+    # the tenants' namespaces and policy, made again as they are, change nothing either
+    rerun_changed = changed(recap, recap_w) + retenanted["changed"]
     deploy = sum(phases[k] for k in ("install", "image", "containers", "api", "site", "networks", "pods",
                                      "workloads"))
     # what each node runs as PID 1, read from the node
@@ -114,12 +119,13 @@ def run(session):
         print("verify.yml failed; see %s" % session.path("verify.yml.log"))
     print("== debian: " + " ".join("%s=%s" % (lab.nodes[n][0], r) for n, r in sorted(releases.items())))
     counts = dict((name, (sum(1 for r in found if r.startswith("OK")), len(found)))
-                  for name, found in (("services", services), ("chains", chains), ("taps", taps)))
+                  for name, found in (("services", services), ("chains", chains), ("taps", taps),
+                                      ("policies", policies)))
     print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s debian=%s "
-          "services_ok=%d/%d chains_ok=%d/%d taps_ok=%d/%d" % (
+          "services_ok=%d/%d chains_ok=%d/%d taps_ok=%d/%d policies_ok=%d/%d" % (
               len(pods), ok, len(rows), deploy, rerun_s, rerun_changed, ",".join(init), session.debian,
               counts["services"][0], counts["services"][1], counts["chains"][0], counts["chains"][1],
-              counts["taps"][0], counts["taps"][1]))
+              counts["taps"][0], counts["taps"][1], counts["policies"][0], counts["policies"][1]))
     return 0 if verify.returncode == 0 and ok == len(rows) and rows and rerun_changed == 0 \
         and init == ["systemd"] and all(total and good == total for good, total in counts.values()) else 1
 
@@ -208,8 +214,8 @@ def chaos(session):
 def reboot(session, node, tries=5):
     """Restart ``node``'s container (systemd shuts down and boots again; no
     Ansible runs), re-create its pods as kubelet would, and run verify.yml
-    until every link, the Service, the chain and the tap are OK (at most
-    ``tries`` times). Prints
+    until every link, the Service, the chain, the tap and the policy's rows
+    are OK (at most ``tries`` times). Prints
     ``reboot: node=<name> back_s=<x> links_ok=<k>/<m> checks_ok=<s>/<t>``,
     back_s from the restart to everything OK."""
     name = session.container(node)
@@ -220,12 +226,12 @@ def reboot(session, node, tries=5):
     for attempt in range(tries):
         _seconds, _recap, verify = playbook(session, "verify.yml", *verify_vars(session), check=False)
         rows = matrix(verify)
-        services = matrix(verify, "service") + matrix(verify, "chain") + matrix(verify, "tap")
+        services = sum((matrix(verify, kind) for kind in ("service", "chain", "tap", "policy")), [])
         ok = sum(1 for row in rows if row.startswith("OK"))
         services_ok = sum(1 for row in services if row.startswith("OK"))
         if rows and ok == len(rows) and services_ok == len(services) and verify.returncode == 0:
             break
-        log("reboot: verify %d of %d: %d/%d links, %d/%d service, chain and tap checks OK" % (
+        log("reboot: verify %d of %d: %d/%d links, %d/%d service, chain, tap and policy checks OK" % (
             attempt + 1, tries, ok, len(rows), services_ok, len(services)))
     back = time.monotonic() - started
     print("\n".join(rows + services))

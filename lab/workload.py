@@ -1,7 +1,9 @@
 """The lab's workload: its pods (made on the nodes as kubelet would, by
-lab/kubelet.py), the web Service, the chain and the tap (workloads.yml),
-all on the inventory's first two networks (``Layout.pod_networks``), and
-what verify.yml is told to check of them.
+lab/kubelet.py), the web Service, the tenants' namespaces and their
+MultiNetworkPolicy (made as a tenant's kubectl would, by lab/kubelet.py),
+the chain, the tap and the operator's baseline (workloads.yml), all on the
+inventory's first two networks (``Layout.pod_networks``), and what
+verify.yml is told to check of them.
 """
 
 import json
@@ -14,15 +16,18 @@ from lab.playbooks import playbook
 SYSCTLS = {"fwd-w2": {"net.ipv4.ip_forward": "1"}}
 WORKLOADS = os.path.join(HERE, "workloads.yml")
 VERIFY_PORT = 7777          # verify.yml's probes answer here
+BASELINE_PORT = 7778        # the operator's baseline denies the second network this port of the first
 SERVICE_VIP = "10.96.100.10"
+POLICY = "srv-in"
+POLICY_FOR = "k8s.v1.cni.cncf.io/policy-for"
 
 
 def node_of(session, pod):
-    return [node for node, name, _n, _l in session.layout.pods() if name == pod][0]
+    return [node for node, name, _n, _l, _ns in session.layout.pods() if name == pod][0]
 
 
 def with_labels(session, labels):
-    return [(node, pod) for node, pod, _n, have in session.layout.pods() if have == labels]
+    return [(node, pod) for node, pod, _n, have, _ns in session.layout.pods() if have == labels]
 
 
 def service(session):
@@ -62,31 +67,79 @@ def verify_taps(session):
              "collector_interface": "eth0", "target": {"pod": "pod-w1b", "network": session.layout.pod_networks[0]}}]
 
 
+def tenancy(session):
+    """What ``kubelet.py policies`` is given: the tenants' namespaces with
+    their labels, and tenant-a's MultiNetworkPolicy ``srv-in`` for the
+    first network: the pods labelled app=srv take, on the policed ports
+    (VERIFY_PORT and BASELINE_PORT, TCP), only what comes from the pods
+    labelled app=cli of their namespace, from the pods of the namespaces
+    labelled team=b, or from the second network's subnet (an ipBlock:
+    through the router, which does no NAT)."""
+    lay = session.layout
+    policy = {"apiVersion": "k8s.cni.cncf.io/v1beta1", "kind": "MultiNetworkPolicy",
+              "metadata": {"name": POLICY, "namespace": seed.SERVER_NS,
+                           "annotations": {POLICY_FOR: "ovn4nfv.k8s/" + lay.pod_networks[0]}},
+              "spec": {"podSelector": {"matchLabels": seed.SERVER}, "policyTypes": ["Ingress"],
+                       "ingress": [{"from": [{"podSelector": {"matchLabels": seed.CLIENT}},
+                                             {"namespaceSelector": {"matchLabels": seed.TENANTS[seed.OTHER_NS]}},
+                                             {"ipBlock": {"cidr": lay.pod_subnets[1]}}],
+                                    "ports": [{"protocol": "TCP", "port": port}
+                                              for port in (VERIFY_PORT, BASELINE_PORT)]}]}}
+    return {"namespaces": [{"name": ns, "labels": labels} for ns, labels in sorted(seed.TENANTS.items())],
+            "policies": [policy]}
+
+
+def verify_policies(session):
+    """verify.yml's ``verify_policies``: TCP from a client pod to the
+    policy's server on the first network, and whether it must pass."""
+    lay = session.layout
+    rows = [("pol-cli", VERIFY_PORT, "allowed", "podSelector app=cli"),
+            ("pol-cli", BASELINE_PORT, "allowed", "the baseline denies the second network only"),
+            ("pol-b", VERIFY_PORT, "allowed", "namespaceSelector team=b"),
+            ("pod-w1a", VERIFY_PORT, "denied", "no peer of the isolated server"),
+            ("cli-w1", VERIFY_PORT, "allowed", "ipBlock %s, through the router" % lay.pod_subnets[1]),
+            ("cli-w1", BASELINE_PORT, "denied", "the operator's baseline over the ipBlock")]
+    return [{"policy": POLICY, "client": source, "server": "pol-srv", "network": lay.pod_networks[0],
+             "port": port, "expect": expect, "why": why} for source, port, expect, why in rows]
+
+
 def verify_vars(session, deleted=()):
-    """verify.yml's extra variables: the Service, chain and tap to check,
-    with the pods named in ``deleted`` gone."""
+    """verify.yml's extra variables: the Service, chain, tap and policy to
+    check, with the pods named in ``deleted`` gone."""
     closed = any(pod in deleted for _node, pod in with_labels(session, seed.FWD))
     return "-e", json.dumps({"verify_services": verify_services(session, [d for d in deleted if d.startswith("web")]),
-                             "verify_chains": verify_chains(session, closed), "verify_taps": verify_taps(session)})
+                             "verify_chains": verify_chains(session, closed), "verify_taps": verify_taps(session),
+                             "verify_policies": verify_policies(session)})
 
 
 def workloads(session, check=True):
-    """workloads.yml: the chain and the tap, on the lab's networks."""
+    """workloads.yml: the chain, the tap and the operator's baseline, on
+    the lab's networks."""
     return playbook(session, WORKLOADS, "-e", json.dumps({"lab_networks": list(session.layout.pod_networks)}),
                     check=check)
 
 
 def run_pods(session, nodes=None):
     """Pods on each worker (or on ``nodes``), the way kubelet would make
-    them; a pod the API has already is given its interfaces again."""
+    them; a pod the API has already is given its interfaces again. Then
+    the Service and the tenants' namespaces and policy (:func:`tenants`),
+    which the API keeps when they are there."""
     made = []
-    for node, pod, networks, labels in session.layout.pods():
+    for node, pod, networks, labels, namespace in session.layout.pods():
         if nodes is not None and node not in nodes:
             continue
-        made.append(kubelet(session, node, "run", pod, networks, json.dumps(labels),
+        made.append(kubelet(session, node, "run", "%s/%s" % (namespace, pod), networks, json.dumps(labels),
                             json.dumps(SYSCTLS.get(pod, {}))))
     kubelet(session, session.layout.workers[0], "service", json.dumps(service(session)))
+    tenants(session)
     return made
+
+
+def tenants(session):
+    """The tenants' namespaces and policy (:func:`tenancy`), made in one
+    call of ``kubelet.py policies`` on the first worker: its answer, what
+    became of each and how many ``changed`` (none when they are as made)."""
+    return kubelet(session, session.layout.workers[0], "policies", json.dumps(tenancy(session)))
 
 
 def kubelet(session, node, *argv):

@@ -35,6 +35,8 @@ def test_the_example_is_the_seed_lab_and_its_connection_inventory():
     made = lay.connection_inventory("/unused")["all"]
     assert static["vars"]["lab_api"] == made["vars"]["lab_api"] == "https://192.168.33.10:6443"
     assert static["vars"]["ovn4nfv_container_runtime"] is made["vars"]["ovn4nfv_container_runtime"] is True
+    # verify.yml's matrix is the default namespace's pods, in the lab and in molecule's topology scenario
+    assert static["vars"]["ovn4nfv_verify_namespaces"] == made["vars"]["ovn4nfv_verify_namespaces"] == ["default"]
     hosts = {}
     for group in static["children"].values():
         for host, values in (group.get("hosts") or {}).items():
@@ -51,9 +53,10 @@ def test_three_workers_on_other_subnets():
                                                         ("ovn4nfv-external", "192.168.80.23")])
     assert lay.api_address == "192.168.70.10"
     assert lay.underlay_address(99) == "192.168.70.99"
-    placed = dict((pod, node) for node, pod, _n, _l in lay.pods())
+    placed = dict((pod, node) for node, pod, _n, _l, _ns in lay.pods())
     assert placed["pod-w3a"] == "worker3" and placed["fwd-w2"] == "worker2" and placed["chain-src"] == "worker1"
     assert set(placed.values()) == {"worker1", "worker2", "worker3"}
+    assert lay.pod_subnets == ("172.20.1.0/24", "172.20.2.0/24")
 
 
 def inventory(tmp_path, text):
@@ -131,16 +134,16 @@ def test_the_workloads_go_on_the_inventorys_first_two_networks_whatever_their_na
     session = containers.Session(inventory=inventory(tmp_path, OTHER), state=str(tmp_path / "state"))
     lay = session.layout
     assert lay.pod_networks == ("blue", "red-side")
-    placed = dict((pod, (node, interfaces(request), labels)) for node, pod, request, labels in lay.pods())
+    placed = dict((pod, (node, interfaces(request), labels)) for node, pod, request, labels, _ns in lay.pods())
     assert placed["pod-w1a"] == ("alpha", [("blue", "eth0"), ("red-side", "net1")], {})
     assert placed["fwd-w2"] == ("beta", [("blue", "eth0"), ("red-side", "net1")], {"app": "fwd"})
     assert placed["web-w1"] == ("alpha", [("blue", "eth0")], {"app": "web"})
     assert placed["cli-w1"] == ("alpha", [("red-side", "eth0")], {})
     assert placed["chain-dst"][1] == [("red-side", "eth0")]
-    asked = set(name for _node, _pod, request, _l in lay.pods() for name, _i in interfaces(request))
+    asked = set(name for _node, _pod, request, _l, _ns in lay.pods() for name, _i in interfaces(request))
     assert asked == {"blue", "red-side"}
     # the first interface is the default gateway, as the seed's pods have it
-    assert all(json.loads(request)[0]["defaultGateway"] == "true" for _n, _p, request, _l in lay.pods())
+    assert all(json.loads(request)[0]["defaultGateway"] == "true" for _n, _p, request, _l, _ns in lay.pods())
     # the Service on the first network, its external IP on the inventory's external subnet
     svc = workload.service(session)
     assert svc["metadata"]["annotations"]["k8s.plugin.opnfv.org/service-network"] == "blue"
@@ -152,6 +155,11 @@ def test_the_workloads_go_on_the_inventorys_first_two_networks_whatever_their_na
     assert told["verify_taps"][0]["target"]["network"] == "blue"
     assert told["verify_services"][0]["external_ips"] == ["10.251.0.120"]
     assert lay.networks == [("ovn4nfv-underlay", "10.250.0.0/24"), ("ovn4nfv-external", "10.251.0.0/24")]
+    # the tenants' policy is for the first network and admits the second one's subnet, probed on the first
+    policy = workload.tenancy(session)["policies"][0]
+    assert policy["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/policy-for": "ovn4nfv.k8s/blue"}
+    assert policy["spec"]["ingress"][0]["from"][2] == {"ipBlock": {"cidr": "172.30.5.0/24"}}
+    assert set(row["network"] for row in told["verify_policies"]) == {"blue"}
 
 
 def test_workloads_yml_declares_the_chain_on_the_networks_it_is_given():
@@ -165,3 +173,69 @@ def test_workloads_yml_declares_the_chain_on_the_networks_it_is_given():
     assert (chain["destination_network"], function["right"]["network"]) == ("{{ lab_pod_networks[1] }}",) * 2
     assert "lab_networks" in plays[0]["vars"]["lab_pod_networks"]
     assert "ovn-net" not in yaml.safe_dump(plays)
+
+
+def test_the_policys_pods_sit_apart_in_labelled_namespaces_out_of_the_matrix():
+    """The policy's server and the client its labels admit are on
+    different workers (the policy proven across the overlay), the other
+    tenant's pod beside the server; all three on the first network only, in
+    namespaces of their own that the matrix leaves out."""
+    lay = layout.Layout()
+    placed = dict((pod, (node, interfaces(request), labels, ns)) for node, pod, request, labels, ns in lay.pods())
+    assert placed["pol-srv"] == ("worker2", [("ovn-net1", "eth0")], {"app": "srv"}, "tenant-a")
+    assert placed["pol-cli"] == ("worker1", [("ovn-net1", "eth0")], {"app": "cli"}, "tenant-a")
+    assert placed["pol-b"] == ("worker2", [("ovn-net1", "eth0")], {}, "tenant-b")
+    # every other pod is the matrix's, as before: in default, whose pods it covers
+    assert sorted(p for p, (_n, _i, _l, ns) in placed.items() if ns != "default") == ["pol-b", "pol-cli", "pol-srv"]
+    assert layout.MATRIX_NAMESPACES == ["default"] and len(placed) == 14
+    assert layout.TENANTS == {"tenant-a": {"team": "a"}, "tenant-b": {"team": "b"}}
+
+
+def test_a_lab_network_without_an_ipv4_subnet_is_refused(tmp_path):
+    text = (BASE % "b: {node_underlay_address: 192.168.90.13/24, node_gateway_external_ip: 192.168.91.13/24}"
+            ).replace("subnet: 10.2.0.0/24", "subnet: 10.2.0.1/24")
+    with pytest.raises(layout.LayoutError) as raised:
+        layout.Layout(inventory(tmp_path, text))
+    assert "the lab's network ovn-net2 needs an IPv4 subnet, not '10.2.0.1/24'" in str(raised.value)
+
+
+def test_the_policy_rows_are_the_policys_and_the_baselines_cases():
+    """verify.yml is told, for srv-in, TCP to pol-srv from: the client its
+    labels admit, the other tenant's pod (namespace), a default pod that no
+    peer names, and cli-w1 on the second network (the ipBlock, through the
+    router), on both policed ports where the baseline decides."""
+    session = containers.Session()
+    rows = workload.verify_policies(session)
+    said = [(r["client"], r["port"], r["expect"]) for r in rows]
+    assert said == [("pol-cli", 7777, "allowed"), ("pol-cli", 7778, "allowed"), ("pol-b", 7777, "allowed"),
+                    ("pod-w1a", 7777, "denied"), ("cli-w1", 7777, "allowed"), ("cli-w1", 7778, "denied")]
+    assert set((r["policy"], r["server"], r["network"]) for r in rows) == {("srv-in", "pol-srv", "ovn-net1")}
+    spec = workload.tenancy(session)
+    assert spec["namespaces"] == [{"name": "tenant-a", "labels": {"team": "a"}},
+                                  {"name": "tenant-b", "labels": {"team": "b"}}]
+    policy = spec["policies"][0]
+    assert (policy["metadata"]["name"], policy["metadata"]["namespace"]) == ("srv-in", "tenant-a")
+    assert policy["spec"]["podSelector"] == {"matchLabels": {"app": "srv"}}
+    assert policy["spec"]["ingress"] == [{
+        "from": [{"podSelector": {"matchLabels": {"app": "cli"}}}, {"namespaceSelector": {"matchLabels": {"team": "b"}}},
+                 {"ipBlock": {"cidr": "172.16.44.0/24"}}],
+        "ports": [{"protocol": "TCP", "port": 7777}, {"protocol": "TCP", "port": 7778}]}]
+    # every row's client is a pod of the lab, and every port one the policy names
+    pods = set(pod for _node, pod, _r, _l, _ns in session.layout.pods())
+    assert set(r["client"] for r in rows) <= pods and "pol-srv" in pods
+    assert set(r["port"] for r in rows) == set(p["port"] for p in policy["spec"]["ingress"][0]["ports"])
+
+
+def test_workloads_yml_declares_the_baseline_on_the_lab_networks_and_port():
+    """The operator's baseline denies the second network the first one's
+    BASELINE_PORT, and nothing else: the Service and the chain cross on
+    other ports."""
+    with open(os.path.join(ROOT, "lab", "workloads.yml")) as handle:
+        plays = yaml.safe_load(handle)
+    tasks = [t for t in plays[0]["tasks"] if "ovn4nfv.k8s.network_policy" in t]
+    assert len(tasks) == 1
+    rule, = tasks[0]["ovn4nfv.k8s.network_policy"]["config"]
+    assert rule["network"] == "{{ lab_pod_networks[0] }}" and rule["peers"] == [{"network": "{{ lab_pod_networks[1] }}"}]
+    assert (rule["direction"], rule["action"]) == ("ingress", "deny")
+    assert rule["ports"] == [{"protocol": "TCP", "port": workload.BASELINE_PORT}]
+    assert workload.BASELINE_PORT != workload.VERIFY_PORT
