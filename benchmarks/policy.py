@@ -23,10 +23,7 @@ Last line:
 ``policy: pods=1000 policies=100 apply_p50_ms=<a> apply_p99_ms=<b> acls=<n> naive_acls=<m>``
 """
 
-import json
-import shutil
 import sys
-import tempfile
 import time
 
 from benchmarks.common import Ansible, percentile
@@ -34,11 +31,6 @@ from benchmarks.common import Ansible, percentile
 PODS = 1000
 POLICIES = 100
 CYCLES = 10
-NAMESPACES = 10
-APPS = 50
-PORT = 8080
-NETWORKS = [{"name": "net-a", "subnet": "10.1.0.0/16"}, {"name": "net-b", "subnet": "10.2.0.0/16"},
-            {"name": "default-net", "subnet": "10.240.0.0/16"}]
 
 
 def as_list(value):
@@ -46,33 +38,23 @@ def as_list(value):
     return [value] if isinstance(value, str) else value
 
 
-def pod_network(index):
-    return "net-a" if index % 2 == 0 else "net-b"
-
-
-def tenant_policy(index):
+def tenant_policy(index, apps, namespaces, pod_network):
     """Policy ``index``: in namespace bench-<index % 10>, the pods labelled
     a<index % 50> (twenty of them, all on the policy's network) admit
     a<index+1 % 50> on TCP 80."""
-    return ("bench-%d" % (index % NAMESPACES), "p%d" % index,
-            {"podSelector": {"matchLabels": {"app": "a%d" % (index % APPS)}},
-             "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "a%d" % ((index + 1) % APPS)}}}],
+    return ("bench-%d" % (index % namespaces), "p%d" % index,
+            {"podSelector": {"matchLabels": {"app": "a%d" % (index % apps)}},
+             "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "a%d" % ((index + 1) % apps)}}}],
                           "ports": [{"protocol": "TCP", "port": 80}]}]},
             "ovn4nfv.k8s/" + pod_network(index))
-
-
-ISOLATE = {"podSelector": {"matchLabels": {"app": "srv"}}, "ingress": []}
-ADMIT = {"podSelector": {"matchLabels": {"app": "srv"}},
-         "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "cli"}}}], "ports": [{"port": PORT}]}]}
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     pods, policies, cycles = ([int(a) for a in argv] + [PODS, POLICIES, CYCLES][len(argv):])[:3]
     ansible = Ansible()      # only for its collection path
-    collections = ansible.collections
-    from tests.harness.dataplane import Node, Prober
-    from tests.harness.watcher_env import Cluster
+    from tests.harness import policy_env
+    from tests.harness.policy_env import ADMIT, ISOLATE, PROBE_NETWORK, PolicyNode
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import multi_policies
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import policy_render as render
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import (
@@ -80,69 +62,63 @@ def main(argv=None):
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 
-    tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-policy-")
-    node, env, prober = Node(), None, None
+    def policy_of(index):
+        return tenant_policy(index, policy_env.APPS, policy_env.NAMESPACES, policy_env.pod_network)
+
+    started = time.monotonic()
     try:
-        node.join()
-        env = Cluster(tmp, collections, networks=NETWORKS, box=node.box)
-        api = env.api
-        for n in range(NAMESPACES):
-            api.create_namespace("bench-%d" % n, {"team": "t%d" % n})
-        api.create_namespace("probe", {"team": "probe"})
-        for i in range(pods):
-            api.create_pod("bench-%d" % (i % NAMESPACES), "pod%d" % i,
-                           {"ovnNetwork": json.dumps([{"name": pod_network(i), "interface": "eth0"}])},
-                           labels={"app": "a%d" % (i % APPS)})
-        for name, app in (("srv", "srv"), ("cli", "cli")):
-            api.create_pod("probe", name, {"ovnNetwork": json.dumps([{"name": "net-a", "interface": "eth0"}])},
-                           labels={"app": app})
-        started = time.monotonic()
-        done = api.wait(lambda a: len(a.annotated_at) >= pods + 2, 900)
-        assert done, "not every pod was annotated:\n" + env.log_text()
-        print("%d pods annotated in %.1f s" % (pods + 2, time.monotonic() - started))
-        ports = dict(((p["external_ids"].get("ovn4nfv-pod-namespace"), p["external_ids"].get("ovn4nfv-pod-name")),
-                      p["name"]) for p in env.pod_ports())
-        netns, address = {}, {}
-        for name in ("srv", "cli"):
-            entry, = env.annotated("probe", name)
-            address[name] = entry["ip_address"].split("/")[0]
-            netns[name] = node.attach(name, "br-int", entry["mac_address"], entry["ip_address"],
-                                      gateway="10.1.0.1", iface_id=ports[("probe", name)])
-        node.wait_hv()
+        lab = PolicyNode(ansible.collections, pods)
+    except Exception:
+        ansible.close()
+        raise
+    try:
+        print("%d pods annotated and the probe's two bound in %.1f s" % (pods + 2, time.monotonic() - started))
+        node, api = lab.node, lab.api
         for index in range(policies):
-            namespace, name, spec, network = tenant_policy(index)
+            namespace, name, spec, network = policy_of(index)
             api.create_policy(namespace, name, spec, {POLICY_FOR: network})
-        groups = set(render.policy_group("%s/%s" % tenant_policy(i)[:2]) for i in range(policies))
+        groups = set(render.policy_group("%s/%s" % policy_of(i)[:2]) for i in range(policies))
         with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, multi_policies.TABLES) as db:
             full = db.wait_for(lambda idl: groups <= set(
-                g.name for g in idl.tables["Port_Group"].rows.values() if len(g.ports) == pods // APPS), 600)
-        assert full, "the policies' groups never held their pods:\n" + env.log_text()
-        prober = Prober(netns["srv"], netns["cli"], address["srv"], PORT)
-        assert prober.until(True), "the client never reached the server before any policy"
+                g.name for g in idl.tables["Port_Group"].rows.values()
+                if len(g.ports) == pods // policy_env.APPS), 600)
+        assert full, "the policies' groups never held their pods:\n" + lab.log_text()
+        assert lab.obeys(True), "the client never reached the server before any policy"
 
         def timed(samples, action, expected, what):
             start = time.monotonic()
             action()
-            if not prober.until(expected):
-                group = render.policy_group("probe/iso")
-                acls = [(a["direction"], a["priority"], a["match"], a["action"]) for a in node.box.rows("nb", "ACL")
-                        if group in a["match"] or "net-a" in (a["name"] or "")]
-                sets = [(a["name"], a["addresses"]) for a in node.box.rows("nb", "Address_Set") if group in a["name"]]
-                members = [(g["name"], g["ports"]) for g in node.box.rows("nb", "Port_Group") if g["name"] == group]
-                raise AssertionError("%s (sample %d): the probe never %s; the probe's ACLs: %s; sets: %s; group: %s\n%s" % (
-                    what, len(samples), "answered" if expected else "was refused", acls, sets, members,
-                    env.log_text()[-4000:] if env is not None else ""))
+            if not lab.prober.until(expected):
+                raise AssertionError("%s (sample %d): the probe never %s; %s\n%s" % (
+                    what, len(samples), "answered" if expected else "was refused", state(), lab.log_text()[-4000:]))
             samples.append((time.monotonic() - start) * 1000)
+            assert lab.holds(expected), "%s (sample %d): the verdict did not hold; %s" % (what, len(samples), state())
+
+        def state():
+            """The probe policy's rows in the NB and the SB, and whether a
+            slow probe obeys (a failure's report)."""
+            group = render.policy_group("probe/iso")
+            acls = [(a["direction"], a["priority"], a["match"], a["action"]) for a in node.box.rows("nb", "ACL")
+                    if group in a["match"] or "net-a" in (a["name"] or "")]
+            sets = [(a["name"], a["addresses"]) for a in node.box.rows("nb", "Address_Set") if group in a["name"]]
+            members = [(g["name"], g["ports"]) for g in node.box.rows("nb", "Port_Group") if g["name"] == group]
+            sb_sets = [(a["name"], a["addresses"]) for a in node.box.rows("sb", "Address_Set") if group in a["name"]]
+            sb_groups = [(g["name"], len(as_list(g["ports"]))) for g in node.box.rows("sb", "Port_Group")
+                         if group in g["name"]]
+            flows = [f["match"] for f in node.box.rows("sb", "Logical_Flow") if group in f["match"]]
+            return ("the probe's ACLs: %s; sets: %s; group: %s; SB sets: %s; SB groups: %s; SB flows naming the "
+                    "group: %s; a 3-s probe answered: %s" % (acls, sets, members, sb_sets, sb_groups, flows,
+                                                             lab.prober.reaches(timeout=3.0)))
 
         latencies = {"created": [], "changed": [], "label": []}
-        for cycle in range(cycles):
-            timed(latencies["created"], lambda: api.create_policy("probe", "iso", ISOLATE, {POLICY_FOR: "ovn4nfv.k8s/net-a"}),
+        for _cycle in range(cycles):
+            timed(latencies["created"], lambda: api.create_policy("probe", "iso", ISOLATE, {POLICY_FOR: PROBE_NETWORK}),
                   False, "created")
             timed(latencies["changed"], lambda: api.update_policy("probe", "iso", ADMIT), True, "changed")
             timed(latencies["label"], lambda: api.set_labels("probe", "cli", {"app": "other"}), False, "label away")
             timed(latencies["label"], lambda: api.set_labels("probe", "cli", {"app": "cli"}), True, "label back")
             api.delete_policy("probe", "iso")
-            assert prober.until(True), "deleted: the probe never answered"
+            assert lab.obeys(True), "deleted: the probe never answered"
 
         # every ACL in the NB; and naively, a group's ACLs once per member
         # port (the switches' own ACLs, the anchors, as they are)
@@ -160,8 +136,8 @@ def main(argv=None):
         print("ACLs in the NB: %d; a naive per-pod rendering: %d" % (acls, naive), flush=True)
 
         # the baseline: the same transitions, written by the core straight to the NB
-        srv = ports[("probe", "srv")]
-        meta = {"namespace": "probe", "name": "iso", "annotations": {POLICY_FOR: "ovn4nfv.k8s/net-a"}}
+        srv = lab.ports[("probe", "srv")]
+        meta = {"namespace": "probe", "name": "iso", "annotations": {POLICY_FOR: PROBE_NETWORK}}
         isolate, admit = check_policy({"metadata": meta, "spec": ISOLATE}), check_policy({"metadata": meta, "spec": ADMIT})
 
         def direct(checked, peers):
@@ -174,23 +150,18 @@ def main(argv=None):
             with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, multi_policies.TABLES) as db:
                 execute(db, lambda view: multi_policies.plan_policies(view, [("p", {"name": "probe/iso"})],
                                                                       "deleted"), write=True)
-        code, env = env.stop(), None
+        code = lab.stop_watcher()
         baseline = []
-        for cycle in range(cycles):
+        for _cycle in range(cycles):
             timed(baseline, lambda: direct(isolate, []), False, "baseline created")
-            timed(baseline, lambda: direct(admit, [address["cli"]]), True, "baseline changed")
+            timed(baseline, lambda: direct(admit, [lab.address["cli"]]), True, "baseline changed")
             timed(baseline, lambda: direct(admit, []), False, "baseline label away")
-            timed(baseline, lambda: direct(admit, [address["cli"]]), True, "baseline label back")
+            timed(baseline, lambda: direct(admit, [lab.address["cli"]]), True, "baseline label back")
             forget()
-            assert prober.until(True), "baseline deleted: the probe never answered"
+            assert lab.obeys(True), "baseline deleted: the probe never answered"
     finally:
-        if prober is not None:
-            prober.stop()
-        if env is not None:
-            env.stop()
-        node.stop()
+        lab.stop()
         ansible.close()
-        shutil.rmtree(tmp, ignore_errors=True)
     assert code in (0, None), "the watcher did not stop cleanly (%r)" % (code,)
     every = [v for values in latencies.values() for v in values]
     print("baseline (the core writing the same changes to the NB itself): p50_ms=%.0f p99_ms=%.0f" % (
