@@ -67,7 +67,7 @@ def show_playbook(session, args):
     """site, networks, verify, reset, audit: the playbook of that name on
     the lab, what it found, and a line with its time, exit code and recap."""
     extra = ()
-    if args.command == "verify":
+    if args.command == "verify" and not args.links:
         extra = workload.verify_vars(session)
     elif args.command == "audit":
         extra = ("-e", "audit_state=repaired" if args.repair else "audit_state=audited")
@@ -137,6 +137,8 @@ def parser():
     made.add_argument("command", choices=list(COMMANDS), metavar="command", help="one of the commands below")
     made.add_argument("node", nargs="?", help="reboot: the node (master, worker1, ...)")
     made.add_argument("--limit", help="site, networks, reset: only these hosts (ansible-playbook's --limit)")
+    made.add_argument("--links", action="store_true",
+                      help="verify: the matrix of links only, not the Service, chain, tap and policy rows")
     made.add_argument("--repair", action="store_true",
                       help="audit: also mend what the product owns (audit_state=repaired)")
     made.add_argument("--debian", choices=list(host.RELEASES) + ["mixed"],
