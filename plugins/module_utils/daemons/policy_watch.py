@@ -81,6 +81,7 @@ class Policies:
         self.queue = WorkQueue(base_delay=0.2, max_delay=self.config.max_backoff_seconds, name="policies")
         self.lock = threading.Lock()
         self.policies = {}          # key -> the policy's JSON, as the API sent it
+        self.checked = {}           # key -> the policy checked (None when it does not check)
         self.namespaces = {}        # name -> labels
         self.reported = {}          # key -> {(uid, generation, reason, message)} said
         self.namespaces_listed = threading.Event()
@@ -110,20 +111,23 @@ class Policies:
         listed = kube.listed(self._list_policies, None)
         fresh = dict((_key(o), o) for o in listed.get("items") or [] if isinstance(o, dict))
         owned = self.watcher.nb.read(lambda idl: multi_policies.read_policies(View(idl)))
+        checked = dict((key, _checked(raw)) for key, raw in fresh.items())
         with self.lock:
             keys = set(self.policies) | set(fresh) | set(owned)
-            self.policies = fresh
+            self.policies, self.checked = fresh, checked
         for key in sorted(keys) + [BASELINE]:
             self.queue.add(key)
         return (listed.get("metadata") or {}).get("resourceVersion")
 
     def observe_policy(self, raw, deleted=False):
         key = _key(raw)
+        checked = None if deleted else _checked(raw)
         with self.lock:
             if deleted:
                 self.policies.pop(key, None)
+                self.checked.pop(key, None)
             else:
-                self.policies[key] = raw
+                self.policies[key], self.checked[key] = raw, checked
         self.queue.add(key)
 
     def relist_namespaces(self):
@@ -149,10 +153,18 @@ class Policies:
             self.requeue_all()
 
     def pod_changed(self, namespace, labels):
-        """A pod of ``namespace`` changed (labels, or its ports and
-        addresses): every policy may select it or admit it now, or no
-        longer (a namespace selector reaches every namespace)."""
-        self.requeue_all()
+        """A pod of ``namespace`` changed (its ports and addresses, or its
+        labels, from any of ``labels`` to another): the policies that
+        select it or whose selector peers pick it, before or after, are
+        queued (a policy that does not check, always), and the baseline.
+        The others' rendering cannot change: it is the selected pods' ports
+        and the picked pods' addresses."""
+        with self.lock:
+            namespaces = dict(self.namespaces)
+            keys = [key for key, checked in self.checked.items()
+                    if checked is None or any(_concerns(checked, namespace, found, namespaces) for found in labels)]
+        for key in keys + [BASELINE]:
+            self.queue.add(key)
 
     def requeue_all(self):
         with self.lock:
@@ -321,6 +333,25 @@ class Policies:
         while not stopping.is_set() and not (self.watcher.listed.wait(1) and self.namespaces_listed.wait(1)):
             pass
         serve(self.queue, self.handle, LOG, "policy", (Ovn4nfvError, kube.ApiException))
+
+
+def _checked(raw):
+    """The policy ``raw`` checked, or None (its worker says why)."""
+    try:
+        return policy_model.check_policy(raw)
+    except ValidationError:
+        return None
+
+
+def _concerns(checked, namespace, labels, namespaces):
+    """Whether a pod of ``namespace`` with ``labels`` is one the policy
+    ``checked`` selects, or one a selector peer of its rules picks."""
+    labels = labels or {}
+    if namespace == checked.namespace and checked.pod_selector.matches(labels):
+        return True
+    return any(_picks(peer, namespace, labels, namespaces)
+               for direction in multi_policies.DIRECTIONS for rule in checked.rules(direction)
+               for peer in rule.peers if not peer.is_block)
 
 
 def _addresses(peer, pods, namespaces, ports):
