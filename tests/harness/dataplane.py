@@ -275,6 +275,24 @@ class Prober:
                 return True
         return False
 
+    def settle(self, expected, deadline=30.0, hold=3, timeout=0.1):
+        """Probe until ``hold`` probes in a row are ``expected`` (bounded by
+        ``deadline`` seconds): when the first of them was sent (the
+        monotonic clock), or None. A probe that comes out otherwise in
+        between (a connection that missed its ``timeout`` while the node
+        was busy, or flows being replaced) starts the count again."""
+        end = time.monotonic() + deadline
+        since, streak = None, 0
+        while time.monotonic() < end:
+            sent = time.monotonic()
+            if self.reaches(timeout) == expected:
+                since, streak = since if streak else sent, streak + 1
+                if streak >= hold:
+                    return since
+            else:
+                streak = 0
+        return None
+
     def stop(self):
         for proc in self.procs:
             if proc.poll() is None:

@@ -72,13 +72,9 @@ class PolicyNode:
 
     def obeys(self, expected, deadline=30.0):
         """Whether new connections from the client come to ``expected``
-        (answered or not) within ``deadline`` seconds and stay so for
-        HOLD probes in a row."""
-        return self.prober.until(expected, deadline) and self.holds(expected)
-
-    def holds(self, expected):
-        """Whether the next HOLD probes are all ``expected``."""
-        return all(self.prober.reaches() == expected for _ in range(HOLD))
+        (answered or not) within ``deadline`` seconds, HOLD probes in a
+        row (``Prober.settle``)."""
+        return self.prober.settle(expected, deadline, HOLD) is not None
 
     def stop_watcher(self):
         """Stop the watcher (its rows stay); its exit code."""
