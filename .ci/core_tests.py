@@ -21,10 +21,11 @@ from lab import host
 CONTAINERFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Containerfile.core-tests")
 PATHS = ("tests/unit", "tests/functional")
 # CI tooling that needs ansible-playbook, Ansible's module packaging
-# (ansible-core), which the node image lacks, and the tier behind a real
-# containerd (its CRI client on grpcio): all run in the venv's suite
+# (ansible-core), which the node image lacks, and the tiers behind a real
+# containerd's CRI client (grpcio): the runtime, and the lab's kubelet
+# (lab/kubelet.py), which is no part of the core: all run in the venv's suite
 IGNORED = ("tests/functional/test_failure_summary.py", "tests/unit/test_payload.py",
-           "tests/functional/test_cri_runtime.py")
+           "tests/functional/test_cri_runtime.py", "tests/functional/test_lab_kubelet.py")
 
 
 def test_image(release):
