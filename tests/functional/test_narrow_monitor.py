@@ -9,6 +9,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import V
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import reconcile_items
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import validate_config
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.resource import NARROW_MAX
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
 TABLES = ("Logical_Switch", "Logical_Switch_Port")
@@ -57,6 +58,17 @@ def test_a_task_downloads_only_the_rows_it_names(sandbox):
     assert resource.conditions([], "deleted") == {}
     with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES, where={}) as db:
         assert len(names(db, "Logical_Switch_Port")) == 20
+
+
+def test_a_task_that_names_many_objects_monitors_their_tables_whole():
+    """The server tests each row against each clause: past NARROW_MAX
+    names, the tables are cheaper whole."""
+    resource = LogicalSwitchPort()
+    at_most = [{"name": "p%d" % i, "switch": "sw%d" % (i % 2)} for i in range(NARROW_MAX)]
+    assert len(resource.conditions(validate_config(resource, at_most, "merged"), "merged")[
+        "Logical_Switch_Port"]) == NARROW_MAX
+    many = at_most + [{"name": "one-more", "switch": "sw0"}]
+    assert resource.conditions(validate_config(resource, many, "merged"), "merged") == {}
 
 
 def test_creating_and_changing_ports_keeps_the_ports_the_task_never_saw(sandbox):

@@ -17,6 +17,14 @@ from ..common.marks import OWNER_KEY, OWNER_VALUE
 from .operations import NewRow, Op
 from .view import Current, column_value
 
+# A task that names more objects than this monitors their tables whole: a
+# condition's clauses cost per clause (sent, matched against every row,
+# tracked by the IDL), so naming 1,000 ports cost more than reading a
+# 1,000-port table (a no-change run went from 0.89 s to 1.05 s;
+# benchmarks/ovsdb_bulk.py), while a task naming a hundred in a 50,000-port
+# table must stay narrow (benchmarks/scale.py). A bulk task reads the table.
+NARROW_MAX = 256
+
 
 class Parent:
     """The row whose set column holds this resource's rows.
@@ -174,13 +182,19 @@ class Resource:
         conditional monitor (:class:`~.connection.Database` ``where``): the
         named objects, and the parents the items name. ``{}``, every row,
         where the task must see all (``overridden``; ``deleted`` and
-        ``gathered`` without names) or the resource is not ``narrow``."""
+        ``gathered`` without names), the resource is not ``narrow``, or
+        the task names more than NARROW_MAX objects (each names one
+        parent at most)."""
         if not self.narrow or self.identity != ("name",) or not items or state == "overridden":
             return {}
-        where = {self.table: [["name", "==", name] for name in sorted(set(i["name"] for _w, i in items))]}
-        if self.parent and self.parent.option:
-            where[self.parent.table] = [["name", "==", name] for name in sorted(set(
-                item[self.parent.option] for _w, item in items if item.get(self.parent.option)))]
+        names = sorted(set(i["name"] for _w, i in items))
+        parents = sorted(set(item[self.parent.option] for _w, item in items if item.get(self.parent.option))) \
+            if self.parent and self.parent.option else None
+        if len(names) > NARROW_MAX:
+            return {}
+        where = {self.table: [["name", "==", name] for name in names]}
+        if parents is not None:
+            where[self.parent.table] = [["name", "==", name] for name in parents]
         return where
 
     def orphans(self, view):
