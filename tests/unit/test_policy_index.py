@@ -6,6 +6,7 @@ event, and every policy when a namespace's labels change."""
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model import POLICY_FOR, check_policy
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.policy_watch import _checked, _concerns
 
 NAMESPACES = {"tenant-a": {"team": "a"}, "tenant-b": {"team": "b"}}
@@ -49,7 +50,8 @@ def test_a_pod_concerns_the_policies_that_select_it_or_pick_it(checked, namespac
     assert _concerns(checked, namespace, labels, NAMESPACES) is expected
 
 
-def test_a_policy_that_does_not_check_is_none_so_that_every_pod_event_queues_it():
-    assert _checked({"metadata": {"namespace": "tenant-a", "name": "p"}, "spec": {"podSelector": 7}}) is None
+def test_a_policy_that_does_not_check_keeps_its_refusal_so_that_every_pod_event_queues_it():
+    refused = _checked({"metadata": {"namespace": "tenant-a", "name": "p"}, "spec": {"podSelector": 7}})
+    assert isinstance(refused, ValidationError) and "podSelector" in str(refused)
     assert _checked({"metadata": {"namespace": "tenant-a", "name": "p", "annotations": {
         POLICY_FOR: "ovn4nfv.k8s/net1"}}, "spec": {"podSelector": {}}}).key == "tenant-a/p"

@@ -81,7 +81,7 @@ class Policies:
         self.queue = WorkQueue(base_delay=0.2, max_delay=self.config.max_backoff_seconds, name="policies")
         self.lock = threading.Lock()
         self.policies = {}          # key -> the policy's JSON, as the API sent it
-        self.checked = {}           # key -> the policy checked (None when it does not check)
+        self.checked = {}           # key -> the policy checked, or the ValidationError that refused it
         self.namespaces = {}        # name -> labels
         self.reported = {}          # key -> {(uid, generation, reason, message)} said
         self.namespaces_listed = threading.Event()
@@ -161,8 +161,8 @@ class Policies:
         and the picked pods' addresses."""
         with self.lock:
             namespaces = dict(self.namespaces)
-            keys = [key for key, checked in self.checked.items()
-                    if checked is None or any(_concerns(checked, namespace, found, namespaces) for found in labels)]
+            keys = [key for key, checked in self.checked.items() if isinstance(checked, ValidationError)
+                    or any(_concerns(checked, namespace, found, namespaces) for found in labels)]
         for key in keys + [BASELINE]:
             self.queue.add(key)
 
@@ -199,14 +199,16 @@ class Policies:
                 LOG.info("baseline: %s", "; ".join(result.operations()))
             return
         with self.lock:
-            raw = self.policies.get(key)
+            raw, checked = self.policies.get(key), self.checked.get(key)
         if raw is None:
             result = execute(nb, lambda view: multi_policies.plan_policies(view, [(key, {"name": key})], "deleted"),
                              write=True)
             self.reported.pop(key, None)
         else:
+            if isinstance(checked, ValidationError):
+                self.refused(raw, checked)
+                return
             try:
-                checked = policy_model.check_policy(raw)
                 switches, notes = self.switches(checked)
                 self.reported.pop(key, None)        # a problem that recurs is said again
                 for reason, message in notes:
@@ -220,11 +222,16 @@ class Policies:
                         view, [(key, self.resolve(view, checked, switches))], "replaced",
                         self.config.policy_log_rate), write=True)
             except ValidationError as exc:
-                self.report(raw, exc.reason or policy_model.INVALID,
-                            "%s; nothing of it is applied, and what was applied of it before stays" % exc)
+                self.refused(raw, exc)
                 return
         if result.changed:
             LOG.info("policy %s: %s", key, "; ".join(result.operations()))
+
+    def refused(self, raw, exc):
+        """Say why the policy ``raw`` is not applied (``exc``); what was
+        applied of it before stays."""
+        self.report(raw, exc.reason or policy_model.INVALID,
+                    "%s; nothing of it is applied, and what was applied of it before stays" % exc)
 
     def switches(self, checked):
         """The switches of the policy's networks, and Warnings to say:
@@ -336,11 +343,12 @@ class Policies:
 
 
 def _checked(raw):
-    """The policy ``raw`` checked, or None (its worker says why)."""
+    """The policy ``raw`` checked, or the ValidationError that refuses it
+    (its worker says it), once, when the policy arrives."""
     try:
         return policy_model.check_policy(raw)
-    except ValidationError:
-        return None
+    except ValidationError as exc:
+        return exc
 
 
 def _concerns(checked, namespace, labels, namespaces):
