@@ -266,15 +266,6 @@ class Prober:
         self.client.stdin.flush()
         return self.client.stdout.readline().strip() == "1"
 
-    def until(self, expected, deadline=30.0, timeout=0.1):
-        """Probe until :meth:`reaches` is ``expected`` (bounded by
-        ``deadline`` seconds); True when it was."""
-        end = time.monotonic() + deadline
-        while time.monotonic() < end:
-            if self.reaches(timeout) == expected:
-                return True
-        return False
-
     def settle(self, expected, deadline=30.0, hold=3, timeout=0.1):
         """Probe until ``hold`` probes in a row are ``expected`` (bounded by
         ``deadline`` seconds): when the first of them was sent (the
