@@ -79,6 +79,17 @@ all:
 """
 
 
+# a second worker the lab takes
+WORKER_B = "b: {node_underlay_address: 192.168.90.13/24, node_gateway_external_ip: 192.168.91.13/24}"
+
+
+def refusal(tmp_path, text):
+    """What Layout says in refusing the inventory ``text``."""
+    with pytest.raises(layout.LayoutError) as raised:
+        layout.Layout(inventory(tmp_path, text))
+    return str(raised.value)
+
+
 @pytest.mark.parametrize("second, words", [
     ("", "at least two workers"),
     ("b: {node_gateway_external_ip: 192.168.91.13/24}", "b has no node_underlay_address"),
@@ -89,19 +100,13 @@ all:
      "is not an address"),
 ])
 def test_an_inventory_the_lab_cannot_stand_up_is_refused_by_name(tmp_path, second, words):
-    with pytest.raises(layout.LayoutError) as raised:
-        layout.Layout(inventory(tmp_path, BASE % second))
-    assert words in str(raised.value)
+    assert words in refusal(tmp_path, BASE % second)
 
 
 def test_the_lab_needs_two_networks(tmp_path):
-    text = (BASE % "b: {node_underlay_address: 192.168.90.13/24, node_gateway_external_ip: 192.168.91.13/24}"
-            ).replace(", {name: ovn-net2, subnet: 10.2.0.0/24}", "")
-    with pytest.raises(layout.LayoutError) as raised:
-        layout.Layout(inventory(tmp_path, text))
-    assert "need two networks in ovn4nfv_networks, which declares 1" in str(raised.value)
-    good = layout.Layout(inventory(tmp_path, BASE % (
-        "b: {node_underlay_address: 192.168.90.13/24, node_gateway_external_ip: 192.168.91.13/24}")))
+    text = (BASE % WORKER_B).replace(", {name: ovn-net2, subnet: 10.2.0.0/24}", "")
+    assert "need two networks in ovn4nfv_networks, which declares 1" in refusal(tmp_path, text)
+    good = layout.Layout(inventory(tmp_path, BASE % WORKER_B))
     assert good.kube == ["ovn4nfv-m", "ovn4nfv-a", "ovn4nfv-b"] and good.api_address == "192.168.90.10"
 
 
@@ -192,11 +197,8 @@ def test_the_policys_pods_sit_apart_in_labelled_namespaces_out_of_the_matrix():
 
 
 def test_a_lab_network_without_an_ipv4_subnet_is_refused(tmp_path):
-    text = (BASE % "b: {node_underlay_address: 192.168.90.13/24, node_gateway_external_ip: 192.168.91.13/24}"
-            ).replace("subnet: 10.2.0.0/24", "subnet: 10.2.0.1/24")
-    with pytest.raises(layout.LayoutError) as raised:
-        layout.Layout(inventory(tmp_path, text))
-    assert "the lab's network ovn-net2 needs an IPv4 subnet, not '10.2.0.1/24'" in str(raised.value)
+    text = (BASE % WORKER_B).replace("subnet: 10.2.0.0/24", "subnet: 10.2.0.1/24")
+    assert "the lab's network ovn-net2 needs an IPv4 subnet, not '10.2.0.1/24'" in refusal(tmp_path, text)
 
 
 def test_the_policy_rows_are_the_policys_and_the_baselines_cases():
