@@ -155,6 +155,7 @@ bench: venv
 # Debian 13; the lab's topology runs mixed, so that every role also runs on
 # Debian 12 (the central and worker2) beside Debian 13 (worker1).
 # A failed scenario ends with the tasks that failed: CI shows only the tail.
+# The nodes are reached through lab/connection_plugins/podman_nsenter.py.
 MOLECULE_SCENARIOS := node:trixie ovn_central:trixie cni:trixie \
   watcher:trixie central_cluster:trixie topology:mixed
 molecule: venv
@@ -164,6 +165,7 @@ molecule: venv
 	@for item in $(MOLECULE_SCENARIOS); do s=$${item%%:*}; \
 	  echo "== $$(date +%T) molecule $$s on Debian $${item#*:}"; \
 	  PATH=$(CURDIR)/$(VENV)/bin:$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTION_TREE)/molecule COLUMNS=160 \
+	    ANSIBLE_CONNECTION_PLUGINS=$(CURDIR)/lab/connection_plugins \
 	    OVN4NFV_DEBIAN=$${item#*:} $(VENV)/bin/molecule test -s $$s 2>&1 | tee $(COLLECTION_TREE)/molecule/$$s.log; \
 	  test $${PIPESTATUS[0]} -eq 0 || { $(BASE_PYTHON) .ci/failure_summary.py $(COLLECTION_TREE)/molecule/$$s.log; exit 1; }; \
 	done

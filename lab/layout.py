@@ -211,7 +211,8 @@ class Layout:
         inventory that goes beside the topology's (lab/inventory.lab.yml is
         this for the example, for the molecule scenario)."""
         return {"all": {
-            "vars": {"ansible_connection": "containers.podman.podman",
+            # lab/connection_plugins/podman_nsenter.py: nsenter, pipelined
+            "vars": {"ansible_connection": "podman_nsenter", "ansible_pipelining": True,
                      "ansible_python_interpreter": "/usr/bin/python3",
                      "lab_api": self.api_url, "lab_api_dir": api_dir,
                      "cni_kubeconfig_content": "{{ lookup('ansible.builtin.file', lab_api_dir ~ '/node-agent.kubeconfig') }}",

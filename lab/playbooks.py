@@ -16,6 +16,8 @@ ROW_KINDS = ("service", "chain", "tap", "policy")
 AUDIT_LINE = re.compile(r'"((?:WARNING|ERROR|REPAIRED) .*)",?$')
 AUDIT_SHOWN = re.compile(r'"((?:WARNING|ERROR|REPAIRED|skipped) .*)",?$')
 FAILED_TASK = "[ERROR]: Task failed: Action failed: "
+# the inventories' ansible_connection, podman_nsenter
+CONNECTION_PLUGINS = os.path.join(ROOT, "lab", "connection_plugins")
 
 
 def inventories(session):
@@ -44,6 +46,7 @@ def playbook(session, name, *extra, check=True):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(session),
                ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", ANSIBLE_HOST_KEY_CHECKING="False",
                ANSIBLE_PIPELINING="True", ANSIBLE_STDOUT_CALLBACK="default",
+               ANSIBLE_CONNECTION_PLUGINS=CONNECTION_PLUGINS,
                PATH=bindir + ":" + os.environ.get("PATH", ""))
     argv = [os.path.join(bindir, "ansible-playbook")]
     for inventory in inventories(session):

@@ -33,6 +33,9 @@ def test_the_example_is_the_seed_lab_and_its_connection_inventory():
     with open(os.path.join(ROOT, "lab", "inventory.lab.yml")) as handle:
         static = yaml.safe_load(handle)["all"]
     made = lay.connection_inventory("/unused")["all"]
+    # both reach the containers through the lab's own connection, pipelined
+    assert static["vars"]["ansible_connection"] == made["vars"]["ansible_connection"] == "podman_nsenter"
+    assert static["vars"]["ansible_pipelining"] is made["vars"]["ansible_pipelining"] is True
     assert static["vars"]["lab_api"] == made["vars"]["lab_api"] == "https://192.168.33.10:6443"
     assert static["vars"]["ovn4nfv_container_runtime"] is made["vars"]["ovn4nfv_container_runtime"] is True
     # verify.yml's matrix is the default namespace's pods, in the lab and in molecule's topology scenario
