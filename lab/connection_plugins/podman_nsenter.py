@@ -92,7 +92,7 @@ class Connection(local.Connection):
         self._connect()
         with open(to_bytes(in_path, errors="surrogate_or_strict"), "rb") as handle:
             data = handle.read()
-        rc, _, err = self.exec_command("/bin/sh -c %s" % shlex.quote("cat > " + shlex.quote(out_path)),
+        rc, _out, err = self.exec_command("/bin/sh -c %s" % shlex.quote("cat > " + shlex.quote(out_path)),
                                        in_data=data, sudoable=False)
         if rc:
             raise AnsibleError("copying %s to %s:%s failed: %s"
