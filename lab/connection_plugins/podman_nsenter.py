@@ -92,8 +92,8 @@ class Connection(local.Connection):
         self._connect()
         with open(to_bytes(in_path, errors="surrogate_or_strict"), "rb") as handle:
             data = handle.read()
-        rc, _out, err = self.exec_command("/bin/sh -c %s" % shlex.quote("cat > " + shlex.quote(out_path)),
-                                       in_data=data, sudoable=False)
+        command = "/bin/sh -c %s" % shlex.quote("cat > " + shlex.quote(out_path))
+        rc, _out, err = self.exec_command(command, in_data=data, sudoable=False)
         if rc:
             raise AnsibleError("copying %s to %s:%s failed: %s"
                                % (in_path, self._play_context.remote_addr, out_path, to_text(err).strip()))
