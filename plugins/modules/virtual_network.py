@@ -128,6 +128,45 @@ options:
             rules; the watcher re-renders the tenants' policies itself.
         type: str
         choices: [stateful, stateless]
+      dhcp:
+        description:
+          - OVN answers DHCP on the network (V(ovn) backend), so that a VM's guest, or any DHCP client in
+            a pod, configures its interface itself. Each pod port of the network is pointed at the
+            network's C(DHCP_Options); OVN answers with the address the port holds, and port security
+            stays on, so a client with another MAC gets nothing.
+          - DHCPv4 carries the gateway (as router and server), the router port's MAC as the server's,
+            the lease time, O(config[].mtu), the IPv4 O(config[].dns) servers, the domain, and
+            O(config[].routes) as classless static routes with the default route last.
+          - On a network with O(config[].subnet6), its router port sends router advertisements
+            (C(ipv6_ra_configs)) and, unless O(config[].dhcp.ipv6_address_mode=slaac), OVN answers
+            DHCPv6 too.
+          - Given, it replaces the network's DHCP settings whole; V(enabled=false) turns DHCP off, and
+            the network's C(DHCP_Options) rows and its ports' references to them go. Not given, under
+            O(state=merged), the network keeps what it has.
+        type: dict
+        suboptions:
+          enabled:
+            description:
+              - Whether OVN serves DHCP on the network.
+            type: bool
+            default: true
+          lease_time:
+            description:
+              - DHCPv4 lease time in seconds, 60-4294967295.
+            type: int
+            default: 3600
+          domain:
+            description:
+              - The DNS domain the clients get (DHCPv4 C(domain_name), DHCPv6 C(domain_search), the
+                advertisements' DNSSL).
+            type: str
+          ipv6_address_mode:
+            description:
+              - How hosts on a dual-stack network take their IPv6 address; OVN derives it from the
+                prefix and the port's MAC either way, so it is the address the port holds.
+            type: str
+            choices: [slaac, dhcpv6_stateless, dhcpv6_stateful]
+            default: slaac
   force:
     description:
       - Apply updates that strand ports, and delete networks that still have ports.
@@ -175,6 +214,19 @@ EXAMPLES = r"""
       - name: macvlan-net
         subnet: 172.16.30.0/24
         provider: macvlan.default
+
+- name: A network whose VMs configure themselves by DHCP and router advertisements
+  ovn4nfv.k8s.virtual_network:
+    config:
+      - name: vm-net
+        subnet: 172.16.40.0/24
+        subnet6: fd00:40::/64
+        mtu: 1400
+        dns: [172.16.40.53]
+        dhcp:
+          lease_time: 600
+          domain: vnf.example
+          ipv6_address_mode: dhcpv6_stateful
 
 - name: Query them
   ovn4nfv.k8s.virtual_network:
@@ -258,6 +310,13 @@ def main():
             bridge=dict(type="str"),
             vlan=dict(type="int"),
             policy_mode=dict(type="str", choices=["stateful", "stateless"]),
+            dhcp=dict(type="dict", options=dict(
+                enabled=dict(type="bool", default=True),
+                lease_time=dict(type="int", default=3600),
+                domain=dict(type="str"),
+                ipv6_address_mode=dict(type="str", choices=["slaac", "dhcpv6_stateless", "dhcpv6_stateful"],
+                                       default="slaac"),
+            )),
         )),
         state=dict(type="str", default="merged", choices=list(STATES)),
         force=dict(type="bool", default=False),

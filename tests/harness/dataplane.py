@@ -103,7 +103,8 @@ class Node:
     def attach(self, name, bridge, mac, cidr, gateway=None, iface_id=None, routes=(), cidr6=None,
                gateway6=None, ifname="eth0", into=None):
         """A namespace ``o4n-<tag>-<name>`` (or the namespace ``into``, for
-        a second interface) with ``ifname`` (MAC, address, default route),
+        a second interface) with ``ifname`` (MAC, address unless ``cidr`` is
+        None, default route),
         whose peer ``<name>-h`` is a port of ``bridge``. Returns the
         namespace's name."""
         netns = into or "o4n-%s-%s" % (self.tag, name)
@@ -114,7 +115,8 @@ class Node:
                          "netns", netns)
         self.run_in_node("ip", "link", "set", host, "up")
         ip("ip", "link", "set", ifname, "address", mac, netns=netns)
-        ip("ip", "addr", "add", cidr, "dev", ifname, netns=netns)
+        if cidr:        # None: the interface's address is its DHCP client's to get
+            ip("ip", "addr", "add", cidr, "dev", ifname, netns=netns)
         if cidr6:
             ip("ip", "-6", "addr", "add", cidr6, "dev", ifname, "nodad", netns=netns)
         ip("ip", "link", "set", ifname, "up", netns=netns)

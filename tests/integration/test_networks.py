@@ -160,3 +160,55 @@ def test_networks_topology_and_gateways(sandbox, collections_path):
     auto = r["auto_falls_back_to_ovs"]
     assert auto["backends"]["networks"] == {"ovsnet2": "ovs"}
     assert auto["backends"]["auto"].startswith("ovs:") and "unix:/nonexistent/nb.sock" in auto["backends"]["auto"]
+
+
+DHCP_NET = {"name": "vm-net", "subnet": "172.16.40.0/24", "subnet6": "fd00:40::/64", "mtu": 1400,
+            "dns": ["172.16.40.53"],
+            "dhcp": {"lease_time": 600, "domain": "vnf.example", "ipv6_address_mode": "dhcpv6_stateful"}}
+
+
+def test_a_network_s_dhcp_through_the_module(sandbox, collections_path):
+    """virtual_network's ``dhcp``: check mode writes nothing, the diff says
+    what it turns on, a second run changes nothing, a port made meanwhile
+    is pointed at the rows by the next run, and off removes it all."""
+    nb = sandbox.nb_db
+
+    def vnet(name, config, check=False):
+        task = {"name": name, "ovn4nfv.k8s.virtual_network": {"config": config, "db": nb}}
+        if check:
+            task["check_mode"] = True
+        return task
+
+    def table(name, table_name):
+        return {"name": name, "changed_when": False, "ansible.builtin.command": {
+            "argv": ["ovsdb-client", "-f", "json", "dump", nb, "OVN_Northbound", table_name]}}
+
+    r, proc = run_playbook(collections_path, [
+        {"name": "topo", "ovn4nfv.k8s.cluster_topology": {"config": {}, "db": nb}},
+        vnet("plain", [dict(DHCP_NET, dhcp={"enabled": False})]),
+        {"name": "port", "ovn4nfv.k8s.ovn_logical_switch_port": {"db": nb, "config": [
+            {"name": "vm1", "switch": "vm-net", "addresses": ["0a:00:00:00:28:0a 172.16.40.10"]}]}},
+        vnet("on_check", [DHCP_NET], check=True),
+        table("dhcp_after_check", "DHCP_Options"),
+        vnet("on", [DHCP_NET]),
+        vnet("on_again", [DHCP_NET]),
+        table("dhcp_after_on", "DHCP_Options"),
+        table("ports_after_on", "Logical_Switch_Port"),
+        vnet("off", [{"name": "vm-net", "dhcp": {"enabled": False}}]),
+        vnet("off_again", [{"name": "vm-net", "dhcp": {"enabled": False}}]),
+        table("dhcp_after_off", "DHCP_Options"),
+    ])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert r["on_check"]["changed"] and rows_from_json(r["dhcp_after_check"]["stdout"]) == []
+    assert r["on_check"]["diff"]["after"]["vm-net"]["dhcp"] == {
+        "lease_time": 600, "domain": "vnf.example", "ipv6_address_mode": "dhcpv6_stateful"}
+    assert "dhcp" not in r["on_check"]["diff"]["before"]["vm-net"]
+    assert "update dhcp_attachment port vm1: network='vm-net'" in r["on"]["operations"]
+    assert r["on"]["changed"] and not r["on_again"]["changed"]
+    rows = dict((row["cidr"], row) for row in rows_from_json(r["dhcp_after_on"]["stdout"]))
+    assert sorted(rows) == ["172.16.40.0/24", "fd00:40::/64"]
+    vm1 = next(p for p in rows_from_json(r["ports_after_on"]["stdout"]) if p["name"] == "vm1")
+    assert vm1["dhcpv4_options"] == rows["172.16.40.0/24"]["_uuid"]
+    assert vm1["dhcpv6_options"] == rows["fd00:40::/64"]["_uuid"]
+    assert r["off"]["changed"] and not r["off_again"]["changed"]
+    assert rows_from_json(r["dhcp_after_off"]["stdout"]) == []

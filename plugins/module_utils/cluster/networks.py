@@ -27,15 +27,17 @@ import re
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import (
-    K_BACKEND, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_POLICY_MODE, K_PROVIDER, K_ROUTES, K_SUBNET,
+    K_BACKEND, K_DHCP, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_POLICY_MODE, K_PROVIDER, K_ROUTES, K_SUBNET,
     K_SUBNET6, K_VLAN, NETWORK_KEY, OWNER_KEY, OWNER_VALUE)
 from ..common.naming import in_range, interface_name, ovn_name
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.view import cell
 from ..ovsdb.plan import plan, validate_config
+from ..resources.nb_dhcp import DHCPOptions
 from ..resources.nb_routers import LogicalRouterPort
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
 from ..resources.ovs import Bridge
+from . import dhcp as dhcp_service, network_safety
 from .topology import read_gateways, require_topology
 from .wiring import build_batch, cross_checks
 
@@ -44,7 +46,7 @@ BACKENDS = ("ovn", "ovs")
 GENEVE_OVERHEAD = 58
 _PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?\Z")
 OPTIONS = ("name", "subnet", "gateway", "subnet6", "gateway6", "exclude_ips", "mtu", "dns",
-           "routes", "provider", "backend", "bridge", "vlan", "policy_mode")
+           "routes", "provider", "backend", "bridge", "vlan", "policy_mode", "dhcp")
 # how a network's policies keep state: stateful (conntrack: replies and
 # related ICMP pass, Services are balanced) or stateless (no conntrack)
 POLICY_MODES = ("stateful", "stateless")
@@ -55,7 +57,7 @@ class Network:
 
     def __init__(self, name, subnet, gateway, backend, exclude_ips=(), mtu=None, dns=(),
                  routes=(), provider=None, bridge=None, vlan=None, subnet6=None, gateway6=None,
-                 policy_mode="stateful"):
+                 policy_mode="stateful", dhcp=None):
         self.name = name
         self.subnet = subnet
         self.gateway = gateway
@@ -70,6 +72,7 @@ class Network:
         self.bridge = bridge
         self.vlan = vlan
         self.policy_mode = policy_mode or "stateful"
+        self.dhcp = dhcp            # dhcp.check's form, or None: OVN serves no DHCP here
 
     @property
     def stateful(self):
@@ -87,6 +90,8 @@ class Network:
                 out[option] = value
         if not self.stateful:
             out["policy_mode"] = self.policy_mode
+        if self.dhcp is not None:
+            out["dhcp"] = dict(self.dhcp)
         return out
 
     @property
@@ -118,6 +123,7 @@ class Network:
             K_ROUTES: json.dumps(self.routes, sort_keys=True) if self.routes else None,
             K_PROVIDER: self.provider,
             K_POLICY_MODE: None if self.stateful else self.policy_mode,
+            K_DHCP: json.dumps(self.dhcp, sort_keys=True) if self.dhcp is not None else None,
         }
 
     def ovn_items(self, topology):
@@ -135,6 +141,7 @@ class Network:
                                  "addresses": ["router"],
                                  "options": {"router-port": self.router_port},
                                  "external_ids": mark}],
+            DHCPOptions: dhcp_service.items(self),
         }
 
     def ovn_keys(self):
@@ -189,6 +196,9 @@ def check_network(item, where):
     if "policy_mode" in out and out["policy_mode"] not in POLICY_MODES:
         raise ValidationError("%s.policy_mode: %r is not one of %s" % (
             where, out["policy_mode"], ", ".join(POLICY_MODES)))
+    if "dhcp" in out:
+        # False: turned off (a merged task that says nothing keeps it)
+        out["dhcp"] = dhcp_service.check(out["dhcp"], where + ".dhcp") or False
     return out
 
 
@@ -248,13 +258,16 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
     if backend == "ovs" and cfg.get("policy_mode") == "stateless":
         raise ValidationError("%s.policy_mode: stateless applies to the ovn backend only (an ovs network has "
                               "no OVN ACLs)" % where)
+    if backend == "ovs" and cfg.get("dhcp"):
+        raise ValidationError("%s.dhcp: OVN's DHCP applies to the ovn backend only" % where)
     bridge = None
     if backend == "ovs":
         bridge = cfg.get("bridge") or ("br-" + cfg["name"])[:15]
         interface_name(bridge, where + ".bridge")
     return Network(cfg["name"], subnet, gateway, backend, excludes, cfg.get("mtu"),
                    [str(addressing.parse_ip(d, "dns")) for d in cfg.get("dns") or []], routes,
-                   cfg.get("provider"), bridge, cfg.get("vlan"), subnet6, gateway6, cfg.get("policy_mode"))
+                   cfg.get("provider"), bridge, cfg.get("vlan"), subnet6, gateway6, cfg.get("policy_mode"),
+                   cfg.get("dhcp") or None)
 
 
 def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
@@ -269,7 +282,8 @@ def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
         int(ids[K_MTU]) if ids.get(K_MTU) else None,
         [d for d in (ids.get(K_DNS) or "").split(",") if d],
         json.loads(ids[K_ROUTES]) if ids.get(K_ROUTES) else [], ids.get(K_PROVIDER), bridge,
-        int(ids[K_VLAN]) if ids.get(K_VLAN) else None, subnet6, gateway6, ids.get(K_POLICY_MODE))
+        int(ids[K_VLAN]) if ids.get(K_VLAN) else None, subnet6, gateway6, ids.get(K_POLICY_MODE),
+        json.loads(ids[K_DHCP]) if ids.get(K_DHCP) else None)
 
 
 class NetworkState:
@@ -429,7 +443,7 @@ class Networks(CompositeKind):
         after.update((n, net) for n, (_w, net) in declaration.declared.items())
         problems = cross_checks(after, topology, gateways)
         if not self.force:
-            problems.extend(_safety(current, after, declared, deleting))
+            problems.extend(network_safety.stranded_ports(current, after, declared, deleting))
         if problems:
             raise ValidationError(problems)
         upserts, deletes = {}, {}
@@ -438,13 +452,22 @@ class Networks(CompositeKind):
             objects = network.ovn_items(topology) if ovn else {Bridge: [network.ovs_item(self.datapath_type)]}
             for resource_class, objs in objects.items():
                 upserts.setdefault(resource_class, []).extend(objs)
+            if ovn:
+                # DHCP turned off, or a subnet moved: the rows it served go
+                deletes.setdefault(DHCPOptions, []).extend(dhcp_service.stale_keys(view, network))
         for name in deleting:
             keys = current[name].network.ovn_keys() if ovn else {Bridge: [{"name": current[name].network.bridge}]}
+            if ovn:
+                keys[DHCPOptions] = [{"network": name, "cidr": cidr}
+                                     for cidr in sorted(dhcp_service.owned_rows(view, name))]
             for resource_class, objs in keys.items():
                 deletes.setdefault(resource_class, []).extend(objs)
         if ovn:
             subnets = dict((n, net.subnet) for n, net in after.items())
             result.batch = build_batch(view, upserts, deletes, topology, subnets, gateways)
+            attachments = dhcp_service.plan_attachments(view, [after[n] for n in declared], result.batch.ops)
+            if attachments.changed:
+                result.batch.add(attachments)
         else:
             for state_, table in (("merged", upserts), ("deleted", deletes)):
                 if table.get(Bridge):
@@ -463,39 +486,3 @@ def plan_networks(view, items, state, backend, force=False, underlay_mtu=None,
     problem; nothing is written before that."""
     kind = Networks(backend, force, underlay_mtu, datapath_type, topology, gateways)
     return plan_declared(kind, view, items, state)
-
-
-def _stranded(ip, new, old):
-    """Whether a port's address would fall outside the network's new subnets
-    (an IPv6 one only where the network handed out IPv6 before)."""
-    if ip.version == 4:
-        return ip not in new.subnet
-    if old.subnet6 is None:
-        return False
-    return new.subnet6 is None or ip not in new.subnet6
-
-
-def _safety(current, after, declared, deleting):
-    """Changes that would strand ports; refused unless ``force``."""
-    problems = []
-    for name in declared:
-        cur = current.get(name)
-        if cur is None:
-            continue
-        new = after[name]
-        outside = ["%s (%s)" % (port, ip) for ip, port in sorted(cur.used().items())
-                   if _stranded(ip, new, cur.network)]
-        if outside:
-            problems.append("network %s: the subnet %s would leave ports outside it: %s; "
-                            "set force: true to change it anyway" % (name, new.subnet, ", ".join(outside)))
-        for gateway, old in ((new.gateway, cur.network.gateway), (new.gateway6, cur.network.gateway6)):
-            holder = cur.used().get(gateway) if gateway is not None else None
-            if holder and gateway != old:
-                problems.append("network %s: the gateway %s is held by port %s; "
-                                "set force: true to move it anyway" % (name, gateway, holder))
-    for name in deleting:
-        ports = [port for port, _a, _i in current[name].ports]
-        if ports:
-            problems.append("network %s still has ports: %s; delete them first, or set force: true" % (
-                name, ", ".join(ports)))
-    return problems

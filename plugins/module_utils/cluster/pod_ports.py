@@ -22,7 +22,7 @@ from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
 from ..ovsdb.view import cell
 from ..resources.nb_switches import LogicalSwitchPort
-from . import annotations, multi_policies, networks as vn, remote_mirrors
+from . import annotations, dhcp, multi_policies, networks as vn, remote_mirrors
 from .pod_addresses import (
     Pod, allocate, held_addresses, scan_holder,
     free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
@@ -218,8 +218,8 @@ def _mac_for(view, pod, request, ip, holder, taken=()):
 
 def _new_ports(view, batch, joins=None):
     """What a port made anew carries in the transaction that makes it:
-    the remote taps whose source it is (the tap follows the pod), the port
-    groups ``joins(switch)`` names (a policy's, isolating it from its first
+    the remote taps whose source it is (the tap follows the pod), its
+    network's DHCP (:func:`.dhcp.port_ops`), the port groups ``joins(switch)`` names (a policy's, isolating it from its first
     packet), and ``up=false``. ovn-northd sets ``up`` on every port that lacks it, false
     until a chassis binds it: for new ports, an NB transaction of its own
     after each of ours, which every client takes in as an update and which
@@ -231,9 +231,13 @@ def _new_ports(view, batch, joins=None):
         for op in list(change.ops):
             if op.op == "insert" and op.table == "Logical_Switch_Port":
                 change.ops.append(Op("update", "Logical_Switch_Port", op.row, "up", False))
+                switch = next((o.row for o in change.ops if o.op == "mutate" and o.table == "Logical_Switch"
+                               and op.row in o.value), None)
+                network = _network(view, cell(switch, "name")) if switch is not None else None
+                if network is not None and network.dhcp is not None:
+                    # OVN answers its DHCP from the first request on
+                    change.ops.extend(dhcp.port_ops(op.row, dhcp.targets(view, network)))
                 if joins is not None:
-                    switch = next((o.row for o in change.ops if o.op == "mutate" and o.table == "Logical_Switch"
-                                   and op.row in o.value), None)
                     for group in joins(cell(switch, "name")) if switch is not None else ():
                         change.ops.append(Op("mutate", "Port_Group", group, "ports", [op.row], "insert"))
                 mirrors = remote_mirrors.mirrors_for(view, op.value.get("name"))

@@ -29,6 +29,7 @@ from ..common.marks import (
     DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, K_EXTERNAL_GATEWAY, K_EXTERNAL_IP, K_JOIN_IP, K_NODE, K_PHYSNET, K_VLAN,
     OWNER_KEY, OWNER_VALUE, ROLE, ROLE_GATEWAY, ROLE_JOIN, ROLE_ROUTER)
 from ..common.naming import in_range, ovn_name
+from ..resources.nb_dhcp import DHCPOptions
 from ..resources.nb_routers import LogicalRouter, LogicalRouterPort, NAT, StaticRoute
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
 
@@ -36,11 +37,11 @@ DEFAULT_JOIN_SUBNET = "100.64.1.0/24"
 DEFAULT_PHYSNET = "physnet-ext"
 
 TABLES = ("Logical_Switch", "Logical_Switch_Port", "Logical_Router", "Logical_Router_Port",
-          "Logical_Router_Static_Route", "NAT", "Gateway_Chassis")
+          "Logical_Router_Static_Route", "NAT", "Gateway_Chassis", "DHCP_Options")
 
 # Resource classes in the order a batch creates them (parents first);
 # deletions run in the reverse order.
-ORDER = (LogicalRouter, LogicalSwitch, LogicalRouterPort, LogicalSwitchPort, StaticRoute, NAT)
+ORDER = (LogicalRouter, LogicalSwitch, LogicalRouterPort, LogicalSwitchPort, StaticRoute, NAT, DHCPOptions)
 
 
 def role_of(row):

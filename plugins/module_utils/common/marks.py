@@ -84,6 +84,9 @@ K_BACKEND = "ovn4nfv-backend"
 K_VLAN = "ovn4nfv-vlan"
 # how the policies of a network keep state: "stateless" (absent: stateful)
 K_POLICY_MODE = "ovn4nfv-policy-mode"
+# the DHCP and router advertisements OVN serves on a network, as JSON
+# ({"lease_time", "domain", "ipv6_address_mode"}; absent: none)
+K_DHCP = "ovn4nfv-dhcp"
 
 # --------------------------------------------------------------------------
 # Pods: their ports in OVN, their interfaces in a node's Open vSwitch
@@ -234,6 +237,9 @@ CONTRACT = {
     "K_BACKEND": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py"),
     "K_VLAN": (KIND_KEY, "an OVS-backend network's Bridge; a gateway's Logical_Router", _NETWORKS + ", node_gateway",
                "cluster/networks.py, cluster/topology.py (read_gateways)"),
+    "K_DHCP": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
+               "cluster/networks.py (its DHCP_Options rows, its router port's ipv6_ra_configs), the watcher, "
+               "the audit"),
     "K_POLICY_MODE": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
                       "cluster/networks.py; the watcher and network_policy (how its ACLs keep state)"),
     "K_NAMESPACE": (KIND_KEY, "a pod's Logical_Switch_Port", _PODS, "the watcher, the audit, the picture"),

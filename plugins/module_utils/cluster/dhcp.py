@@ -1,0 +1,234 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The DHCP and router advertisements OVN serves on a virtual network.
+
+A network declared with ``dhcp`` gets, from ``virtual_network``:
+
+* a ``DHCP_Options`` row for its IPv4 subnet (:func:`options_v4`): the
+  gateway as router and server, the router port's MAC as the server's, the
+  lease time, the MTU, the DNS servers and domain, and the network's routes
+  as classless static routes (RFC 3442), the default route last, since a
+  client that takes classless routes ignores the router option);
+* on a dual-stack network, router advertisements from its router port
+  (``ipv6_ra_configs``, :func:`ra_configs`: SLAAC, or the M/O flags of
+  DHCPv6 stateful and stateless) and, for DHCPv6, a ``DHCP_Options`` row
+  for the /64 (:func:`options_v6`);
+* every pod port of the network pointing at those rows
+  (``dhcpv4_options``, ``dhcpv6_options``): OVN answers only ports that do.
+
+OVN answers with the address the port holds (its ``addresses``): the
+product's allocation stays the one truth, and port security stays on, so a
+client with another MAC gets nothing. The rows are the network's
+(``NETWORK_KEY``, :mod:`..resources.nb_dhcp`); the audit compares them, the
+references and the advertisements with the network's records, as for the
+rest of a network (``network_drift``). The watcher points a new pod port at
+its network's rows in the transaction that makes it (:func:`port_ops`).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ..common import addressing
+from ..common.errors import ValidationError
+from ..common.marks import NETWORK_KEY, OWNER_KEY, OWNER_VALUE
+from ..ovsdb.operations import NewRow, Op
+from ..ovsdb.plan import Change, Plan
+from ..ovsdb.view import cell
+
+TABLE = "DHCP_Options"
+MODES = ("slaac", "dhcpv6_stateless", "dhcpv6_stateful")
+DEFAULT_LEASE = 3600
+# a lease shorter than a minute renews faster than anything should; DHCPv4's
+# lease time is an unsigned 32-bit number (RFC 2132)
+MIN_LEASE, MAX_LEASE = 60, 0xFFFFFFFF
+# a DNS domain: labels of letters, digits and hyphens (RFC 1123)
+_DOMAIN = re.compile(r"^(?=.{1,253}\Z)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\Z")
+_COLUMNS = {4: "dhcpv4_options", 6: "dhcpv6_options"}
+
+
+def check(value, where):
+    """The ``dhcp`` option of a network, normalised: ``None`` when off, else
+    ``{lease_time, ipv6_address_mode[, domain]}``. Raises ValidationError."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValidationError("%s: %r is not a dict" % (where, value))
+    unknown = sorted(set(value) - {"enabled", "lease_time", "domain", "ipv6_address_mode"})
+    if unknown:
+        raise ValidationError("%s: unknown option(s) %s" % (where, ", ".join(unknown)))
+    if value.get("enabled") is False:
+        return None
+    if value.get("enabled") not in (None, True):
+        raise ValidationError("%s.enabled: %r is not a boolean" % (where, value["enabled"]))
+    lease = value.get("lease_time")
+    lease = DEFAULT_LEASE if lease is None else lease
+    if isinstance(lease, bool) or not isinstance(lease, int) or not MIN_LEASE <= lease <= MAX_LEASE:
+        raise ValidationError("%s.lease_time: %r is not a number of seconds from %d to %d" % (
+            where, lease, MIN_LEASE, MAX_LEASE))
+    mode = value.get("ipv6_address_mode") or "slaac"
+    if mode not in MODES:
+        raise ValidationError("%s.ipv6_address_mode: %r is not one of %s" % (where, mode, ", ".join(MODES)))
+    out = {"lease_time": lease, "ipv6_address_mode": mode}
+    domain = value.get("domain")
+    if domain not in (None, ""):
+        text = str(domain).lower().rstrip(".")
+        if not _DOMAIN.match(text):
+            raise ValidationError("%s.domain: %r is not a DNS domain name" % (where, domain))
+        out["domain"] = text
+    return out
+
+
+def server_mac(network):
+    """The MAC the network's DHCP server answers from: its router port's."""
+    return addressing.mac_from_name(network.router_port)
+
+
+def _set(values):
+    return "{%s}" % ", ".join(values)
+
+
+def options_v4(network):
+    """The ``options`` of the network's IPv4 ``DHCP_Options`` row."""
+    gateway = str(network.gateway)
+    options = {"server_id": gateway, "server_mac": server_mac(network), "router": gateway,
+               "lease_time": str(network.dhcp["lease_time"])}
+    if network.mtu:
+        options["mtu"] = str(network.mtu)
+    dns = [d for d in network.dns if addressing.parse_ip(d, "dns").version == 4]
+    if dns:
+        options["dns_server"] = _set(dns)
+    if network.dhcp.get("domain"):
+        options["domain_name"] = '"%s"' % network.dhcp["domain"]
+    if network.routes:
+        hops = ["%s,%s" % (route["dst"], route["gw"]) for route in network.routes]
+        # a client that takes classless routes ignores the router option (RFC 3442)
+        if not any(route["dst"] == "0.0.0.0/0" for route in network.routes):
+            hops.append("0.0.0.0/0,%s" % gateway)
+        options["classless_static_route"] = "{%s}" % ",".join(hops)
+    return options
+
+
+def options_v6(network):
+    """The ``options`` of the network's DHCPv6 row, or None: a network
+    without IPv6, or whose hosts take SLAAC addresses, has none."""
+    if network.subnet6 is None or network.dhcp["ipv6_address_mode"] == "slaac":
+        return None
+    options = {"server_id": server_mac(network)}
+    if network.dhcp["ipv6_address_mode"] == "dhcpv6_stateless":
+        options["dhcpv6_stateless"] = "true"
+    dns = [d for d in network.dns if addressing.parse_ip(d, "dns").version == 6]
+    if dns:
+        options["dns_server"] = _set(dns)
+    if network.dhcp.get("domain"):
+        options["domain_search"] = '"%s"' % network.dhcp["domain"]
+    return options
+
+
+def ra_configs(network):
+    """The router port's ``ipv6_ra_configs``: empty unless the network
+    serves DHCP and has IPv6."""
+    if network.dhcp is None or network.subnet6 is None:
+        return {}
+    out = {"address_mode": network.dhcp["ipv6_address_mode"], "send_periodic": "true"}
+    if network.mtu:
+        out["mtu"] = str(network.mtu)
+    dns = [d for d in network.dns if addressing.parse_ip(d, "dns").version == 6]
+    if dns:
+        out["rdnss"] = dns[0]
+    if network.dhcp.get("domain"):
+        out["dnssl"] = network.dhcp["domain"]
+    return out
+
+
+def items(network):
+    """The network's ``DHCP_Options`` rows as items of
+    :class:`~..resources.nb_dhcp.DHCPOptions`."""
+    if network.dhcp is None:
+        return []
+    out = [{"network": network.name, "cidr": str(network.subnet), "options": options_v4(network)}]
+    v6 = options_v6(network)
+    if v6 is not None:
+        out.append({"network": network.name, "cidr": str(network.subnet6), "options": v6})
+    return out
+
+
+def owned_rows(view, name):
+    """``{cidr: row}`` of the product's ``DHCP_Options`` rows of network ``name``."""
+    return dict((cell(row, "cidr"), row) for row in view.rows(TABLE)
+                if cell(row, "external_ids").get(NETWORK_KEY) == name
+                and cell(row, "external_ids").get(OWNER_KEY) == OWNER_VALUE)
+
+
+def stale_keys(view, network):
+    """Identities of the network's rows it no longer wants (DHCP turned
+    off, a subnet moved): for ``deleted``."""
+    wanted = set(item["cidr"] for item in items(network))
+    return [{"network": network.name, "cidr": cidr} for cidr in sorted(owned_rows(view, network.name))
+            if cidr not in wanted]
+
+
+def targets(view, network, ops=()):
+    """``{4: row, 6: row}``: what the network's ports should point at, each
+    the row the view holds or the one ``ops`` (a batch's) inserts; None for
+    a family the network serves no DHCP on."""
+    wanted = dict((addressing.parse_cidr(item["cidr"], "cidr").version, item["cidr"]) for item in items(network))
+    found = owned_rows(view, network.name)
+    for op in ops:
+        if op.op == "insert" and op.table == TABLE and \
+                (op.value.get("external_ids") or {}).get(NETWORK_KEY) == network.name:
+            found[op.value.get("cidr")] = op.row
+    return dict((family, found.get(wanted.get(family))) for family in (4, 6))
+
+
+def port_ops(row, want):
+    """The ops that point the port ``row`` at ``want`` (:func:`targets`)."""
+    ops = []
+    for family, column in sorted(_COLUMNS.items()):
+        target = want.get(family)
+        have = list(cell(row, column) or []) if not isinstance(row, NewRow) else []
+        if _refs(have) != _refs([target] if target is not None else []):
+            ops.append(Op("update", "Logical_Switch_Port", row, column, [target] if target is not None else []))
+    return ops
+
+
+def _refs(rows):
+    return [r.uuid_name if isinstance(r, NewRow) else r.uuid for r in rows]
+
+
+class _Attachments:
+    """What :func:`plan_attachments` reports as (``operations`` lines)."""
+
+    name = "dhcp_attachment"
+    identity = ("name",)
+
+
+def plan_attachments(view, networks, ops):
+    """A :class:`Plan` pointing every pod port of ``networks`` (declared,
+    complete networks) at its network's rows, and setting each router
+    port's advertisements; ``ops`` are the batch's so far (rows it makes)."""
+    result = Plan(_Attachments(), "merged")
+    for network in networks:
+        want = targets(view, network, ops)
+        switch = view.lookup("Logical_Switch", network.name)
+        ports = [] if switch is None or isinstance(switch, (list, NewRow)) else list(cell(switch, "ports"))
+        for port in sorted(ports, key=lambda p: cell(p, "name")):
+            if cell(port, "type") not in ("", None):
+                continue        # the router's port, a localnet: OVN answers no DHCP there
+            port_changes = port_ops(port, want)
+            if port_changes:
+                result.changes.append(Change("update", "port %s" % cell(port, "name"), None,
+                                             {"network": network.name}, port_changes))
+        # the network's router port, made in this batch or before
+        router_port = view.lookup("Logical_Router_Port", network.router_port)
+        if router_port is not None and not isinstance(router_port, list):
+            wanted_ra = ra_configs(network)
+            if dict(cell(router_port, "ipv6_ra_configs") or {}) != wanted_ra:
+                result.changes.append(Change("update", "router port %s" % network.router_port, None,
+                                             {"ipv6_ra_configs": wanted_ra}, [
+                                                 Op("update", "Logical_Router_Port", router_port,
+                                                    "ipv6_ra_configs", wanted_ra)]))
+    return result
