@@ -351,19 +351,22 @@ def result(version, entries, sandbox, host_interfaces=None, ifname=None):
     request gives them (net0, net1), rarely the runtime's (eth0); a runtime
     takes the pod's IP from the addresses of ``CNI_IFNAME`` and refuses a
     sandbox without one (containerd: "failed to find network info for
-    sandbox"). So when no entry is named ``ifname``, the first entry's
-    address is given without an interface index: the specification leaves
+    sandbox"). So when no entry is named ``ifname``, the first address
+    is given without an interface index: the specification leaves
     the index optional, and runtimes (containerd's go-cni, CRI-O's ocicni)
     count an address without one as ``CNI_IFNAME``'s; the pod's IP is then
-    its first interface's address."""
+    its first interface's address. An interface configured by DHCP inside
+    (``dhcp``) is listed without an address: the pod does not hold it."""
     interfaces, ips, routes = [], [], []
     unnamed = ifname is not None and ifname not in [entry["interface"] for entry in entries]
     for entry in entries:
         index = len(interfaces)
         interfaces.append({"name": entry["interface"], "mac": entry["mac_address"], "sandbox": sandbox})
+        if entry.get("dhcp"):
+            continue        # its address is its guest's to take, by DHCP: not the pod's to report
         address = entry["ip_address"]
         ip = {"address": address, "gateway": entry.get("gateway_ip")}
-        if not (unnamed and index == 0):
+        if not (unnamed and not ips):
             ip["interface"] = index
         if version.startswith("0."):
             ip["version"] = "6" if ":" in address else "4"

@@ -19,6 +19,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cni
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from tests.harness.cni_runtime import call
 from tests.harness.dataplane import ip, ns_name, ping, tcp_exchange
+from tests.harness.dhcp_clients import udhcpc
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
@@ -694,3 +695,31 @@ def test_a_failure_on_the_node_says_which_interface_and_what_in_words(env):
     assert out["msg"].startswith("interface net0: the route to 10.20.0.0/16 via 172.16.1.1: "), out
     assert "File exists" in out["msg"] and out["details"] == "errno 17 (EEXIST)", out
     assert env.node_links() == before, "nothing left behind"
+
+
+def test_an_interface_configured_by_dhcp_gets_its_mac_and_takes_its_address_from_ovn(env):
+    """``dhcp`` in the request: the plugin makes the interface with its MAC,
+    up, with no address or route; a DHCP client in the pod gets the port's
+    address and the network's MTU from OVN; CHECK asks for no address
+    there; and the address a pod holds is the runtime's IP still."""
+    netns = env.pod("pdhcp", {"name": "vmnet", "interface": "net0", "dhcp": True},
+                    {"name": "net2", "interface": "net1", "default_gateway": True})
+    code, added, err = env.cni("ADD", "pdhcp", netns, "ctr-dhcp")
+    assert code == 0, (added, err, env.log_text())
+    assert [i["name"] for i in added["interfaces"] if i.get("sandbox")] == ["net0", "net1"]
+    # the runtime's IP is net1's, the one the pod holds
+    assert [ip_["address"].startswith("172.16.2.") for ip_ in added["ips"]] == [True]
+    entry = [e for e in json.loads(env.api.pod("default", "pdhcp")["metadata"]["annotations"]["ovnIfaceList"])
+             if e["interface"] == "net0"][0]
+    link = json.loads(ip("ip", "-j", "addr", "show", "net0", netns=netns).stdout)[0]
+    assert link["address"] == entry["mac_address"] and "UP" in link["flags"]
+    assert [a for a in link["addr_info"] if a["family"] == "inet"] == []
+    assert "net0" not in ip("ip", "route", netns=netns).stdout
+    code, out, _err = env.cni("CHECK", "pdhcp", netns, "ctr-dhcp", prevResult=added)
+    assert code == 0, out
+    env.node.wait_hv()
+    lease = udhcpc(netns, ifname="net0")
+    assert lease is not None and lease["ip"] == entry["ip_address"].split("/")[0], lease
+    assert lease["mtu"] == "1400" and lease["router"] == "172.16.60.1"
+    code, out, _err = env.cni("DEL", "pdhcp", netns, "ctr-dhcp")
+    assert code == 0, out

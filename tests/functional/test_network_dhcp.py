@@ -190,3 +190,19 @@ def test_targets_name_the_rows_a_batch_makes(nb):
                    write=False)
     found = nb.read(lambda idl: dhcp.targets(View(idl), network, plan.ops))
     assert sorted(found) == [4, 6] and all(row is not None for row in found.values())
+
+
+def test_an_interface_configured_by_dhcp_needs_a_network_that_serves_it(nb, sandbox):
+    declare(nb, dict(NET, dhcp={"enabled": False}))
+    pod = pod_ports.Pod("default", "vm", "uid-vm")
+    reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([{"name": "vmnet", "interface": "net0", "dhcp": True}])})[1]
+    with pytest.raises(ValidationError) as refused:
+        execute(nb, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
+    assert refused.value.problems == [
+        "ovnNetwork[0].dhcp: network vmnet serves no DHCP (virtual_network's dhcp option)"]
+    assert refused.value.reason == pod_ports.INVALID
+    assert [p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"] == pod.port_name("net0")] == []
+    declare(nb, NET)
+    execute(nb, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
+    entries = nb.wait_for(lambda idl: pod_ports.interface_list(View(idl), pod, reqs), 10)
+    assert entries[0]["dhcp"] is True and entries[0]["routes"] == []

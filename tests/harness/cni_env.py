@@ -26,7 +26,9 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
 
 NETWORKS = [{"name": "net1", "subnet": "172.16.1.0/24", "routes": [{"dst": "10.20.0.0/16"}]},
             {"name": "net2", "subnet": "172.16.2.0/24"},
-            {"name": "macvlan-net", "subnet": "172.16.30.0/24", "provider": "macvlan.default"}]
+            {"name": "macvlan-net", "subnet": "172.16.30.0/24", "provider": "macvlan.default"},
+            # a network whose interfaces a guest may configure itself, by OVN's DHCP
+            {"name": "vmnet", "subnet": "172.16.60.0/24", "mtu": 1400, "dhcp": {}}]
 
 
 @contextlib.contextmanager

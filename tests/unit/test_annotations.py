@@ -114,3 +114,34 @@ def test_legacy_without_default_network():
     with pytest.raises(ValidationError) as err:
         ann.parse_requests({ann.LEGACY: "{}"})
     assert "default network" in str(err.value)
+
+
+def test_an_interface_configured_by_dhcp():
+    """``dhcp``: the interface's address and routes are its guest's to take
+    from the network's DHCP; its entry says so, and carries no route."""
+    _s, reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([
+        net(), net(name="vmnet", interface="net1", dhcp=True, ip_address="10.60.0.9")])})
+    assert [r.dhcp for r in reqs] == [False, True]
+    entry = ann.interface_entry(reqs[1], "10.60.0.9/24", "0a:00:00:00:00:09", "10.60.0.1",
+                                [{"dst": "192.168.70.0/24", "gw": "10.60.0.254"}])
+    assert entry == {"interface": "net1", "ip_address": "10.60.0.9/24", "mac_address": "0a:00:00:00:00:09",
+                     "gateway_ip": "10.60.0.1", "default_gateway": False, "routes": [], "dhcp": True}
+    # an interface without it keeps the seed's entry, key for key
+    assert "dhcp" not in ann.interface_entry(reqs[0], "172.16.44.5/24", "0a:00:00:00:00:05", "172.16.44.1")
+
+
+@pytest.mark.parametrize("entry, annotations_extra, problem", [
+    (dict(dhcp=True, routes=[{"dst": "10.9.0.0/16"}]), {},
+     "ovnNetwork[0].dhcp: an interface configured by DHCP takes its routes and default route from its network's "
+     "DHCP, not from routes"),
+    (dict(dhcp=True, default_gateway=True), {}, "not from default_gateway"),
+    (dict(dhcp="maybe"), {}, "is not true or false"),
+    (dict(dhcp=True), {ann.ROUTES: json.dumps([{"dst": "10.9.0.0/16", "dev": "net0"}])},
+     "ovnNetworkRoutes[0].dev: 'net0' is configured by DHCP, which gives its routes"),
+])
+def test_dhcp_refuses_routes_of_the_pod_s_own(entry, annotations_extra, problem):
+    annotations = {ann.OVN_NETWORK: json.dumps([net(**entry)])}
+    annotations.update(annotations_extra)
+    with pytest.raises(ValidationError) as err:
+        ann.parse_requests(annotations)
+    assert problem in str(err.value)

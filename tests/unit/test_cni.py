@@ -61,3 +61,14 @@ def test_select_entries():
 def test_cni_args():
     assert cni.parse_cni_args("IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web") == {
         "IgnoreUnknown": "1", "K8S_POD_NAMESPACE": "default", "K8S_POD_NAME": "web"}
+
+
+def test_an_interface_configured_by_dhcp_is_listed_without_an_address():
+    """Its guest takes the address by DHCP: the pod does not hold it, so the
+    runtime is not told it does; the runtime's unindexed address is the
+    first interface's that has one."""
+    entries = [dict(ENTRIES[0], dhcp=True, routes=[], default_gateway=False)] + ENTRIES[1:]
+    out = cni.result("1.0.0", entries, "/x", ifname="eth0")
+    assert [i["name"] for i in out["interfaces"]] == ["net0", "net1"]
+    assert out["ips"] == [{"address": "172.16.2.10/24", "gateway": "172.16.2.1"}]
+    assert out["routes"] == [{"dst": "0.0.0.0/0", "gw": "172.16.2.1"}]

@@ -6,7 +6,8 @@
 Read (the operator's guide is ``docs/docsite/rst/watcher.rst``):
 
 * ``ovnNetwork``: the seed format, a JSON list of ``{name, interface,
-  ip_address?, mac_address?, default_gateway?, routes?}``; OVN4NFV's own
+  ip_address?, mac_address?, default_gateway?, routes?, dhcp?}`` (``dhcp``:
+  the interface is configured inside, by its network's DHCP); OVN4NFV's own
   spelling ``ipAddress``/``macAddress``/``defaultGateway`` (``"true"``) is
   accepted too;
 * ``k8s.plugin.opnfv.org/nfn-network``: ``{"type": "ovn4nfv", "interface":
@@ -52,7 +53,7 @@ class InterfaceRequest:
     addresses fit the network is checked when the network is known."""
 
     def __init__(self, network, interface, ip=None, mac=None, default_gateway=False, routes=(),
-                 where="", provider=None, ipam=False, prefix=None):
+                 where="", provider=None, ipam=False, prefix=None, dhcp=False):
         self.network = network
         self.interface = interface
         self.ip = ip                  # IPAddress, or None for dynamic
@@ -64,6 +65,9 @@ class InterfaceRequest:
         self.where = where            # e.g. "ovnNetwork[1]", for messages
         self.provider = provider      # the Multus provider, for attachments
         self.ipam = ipam              # an address only, for another CNI (ovn4nfv-ipam)
+        # configured inside the pod (a VM's guest, a DHCP client) by its
+        # network's DHCP: the CNI plugin writes no address or route
+        self.dhcp = dhcp
 
     def __repr__(self):
         return "InterfaceRequest(%s, %s, ip=%s, mac=%s)" % (self.network, self.interface, self.ip,
@@ -118,7 +122,12 @@ def _request(entry, where):
     mac = addressing.parse_mac(_exact(mac, where + ".mac_address"), where + ".mac_address") \
         if mac not in (None, "") else None
     default = _flag(_first(entry, "default_gateway", "defaultGateway"), where + ".default_gateway")
-    request = InterfaceRequest(network, interface, ip, mac, default, (), where, prefix=prefix)
+    dhcp = _flag(entry.get("dhcp"), where + ".dhcp")
+    if dhcp and (default or entry.get("routes")):
+        raise ValidationError("%s.dhcp: an interface configured by DHCP takes its routes and default route from "
+                              "its network's DHCP, not from %s" % (where, "routes" if entry.get("routes")
+                                                                   else "default_gateway"))
+    request = InterfaceRequest(network, interface, ip, mac, default, (), where, prefix=prefix, dhcp=dhcp)
     for index, route in enumerate(_first(entry, "routes") or []):
         _add_route(request, route, "%s.routes[%d]" % (where, index))
     return request
@@ -187,6 +196,9 @@ def parse_requests(annotations, default_network=None):
             if route["dev"] not in by_interface:
                 raise ValidationError("%s.dev: %r names no interface of the pod (it has %s)" % (
                     field, route["dev"], ", ".join(sorted(by_interface))))
+            if by_interface[route["dev"]].dhcp:
+                raise ValidationError("%s.dev: %r is configured by DHCP, which gives its routes" % (
+                    field, route["dev"]))
             _add_route(by_interface[route["dev"]], route, field)
     _check_default_routes(requests, source)
     return source, requests
@@ -316,9 +328,13 @@ def interface_entry(request, ip_cidr, mac, gateway, network_routes=()):
     routes = [dict(r) for r in network_routes] + list(request.routes)
     for route in routes:
         route["gw"] = route.get("gw") or gateway
-    return {"interface": request.interface, "ip_address": ip_cidr, "mac_address": mac,
-            "gateway_ip": gateway, "default_gateway": request.default_gateway,
-            "routes": routes}
+    entry = {"interface": request.interface, "ip_address": ip_cidr, "mac_address": mac,
+             "gateway_ip": gateway, "default_gateway": request.default_gateway,
+             "routes": routes}
+    if request.dhcp:
+        # the address its DHCP answers with; the guest writes it, and its routes
+        entry.update(dhcp=True, routes=[])
+    return entry
 
 
 def output_annotations(entries):

@@ -138,6 +138,10 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
                 request.where, name, _holder(existing))))
             continue
         switch = view.lookup("Logical_Switch", network.name)
+        if request.dhcp and network.dhcp is None:
+            problems.append((INVALID, "%s.dhcp: network %s serves no DHCP (virtual_network's dhcp option)" % (
+                request.where, network.name)))
+            continue
         try:
             _check_routes(request, network)
         except ValidationError as exc:

@@ -56,6 +56,8 @@ INTERFACE_ENTRY = {
         "mac_address": _ADDRESS, "macAddress": _ADDRESS,
         "default_gateway": _FLAG, "defaultGateway": _FLAG,
         "routes": {"type": "array", "maxItems": 32, "items": _ROUTE},
+        # configured inside (a VM's guest, a DHCP client), by its network's DHCP
+        "dhcp": _FLAG,
     },
 }
 SCHEMAS = {

@@ -394,6 +394,11 @@ class NodeAgent(OvsAttachment, PodTruth):
                                                              ", MTU %s" % mtu if mtu else "")):
                     index = pod_ns.link_lookup(ifname=name)[0]
                     pod_ns.link("set", index=index, **settings)
+                if netdev:
+                    with step("interface %s: transmit checksum offload off" % name):
+                        tx_off(name)        # this thread is in the pod's namespace
+                if entry.get("dhcp"):
+                    continue        # configured inside, by its network's DHCP: no address, no route
                 with step("interface %s: the address %s" % (name, entry["ip_address"])):
                     pod_ns.addr("add", index=index, address=ip, prefixlen=int(prefix))
                 gateway = entry.get("gateway_ip")
@@ -403,9 +408,6 @@ class NodeAgent(OvsAttachment, PodTruth):
                 if entry.get("default_gateway") and gateway:
                     with step("interface %s: the default route via %s" % (name, gateway)):
                         pod_ns.route("add", dst="0.0.0.0/0", gateway=gateway, oif=index)
-                if netdev:
-                    with step("interface %s: transmit checksum offload off" % name):
-                        tx_off(name)        # this thread is in the pod's namespace
         self._node(node_side)
         netlink(netns, pod_side)
 

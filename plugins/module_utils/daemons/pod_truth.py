@@ -86,12 +86,16 @@ class PodTruth:
             if owners.get(host) != request["container_id"]:
                 raise cni.CNIError(CHECK_FAILED, "interface %s was not added for container %s" % (
                     entry["interface"], request["container_id"]))
-        wanted = [(e["interface"], e["mac_address"], e["ip_address"]) for e in entries]
+        # an interface configured by DHCP holds its address inside (a guest's), if anywhere
+        wanted = [(e["interface"], e["mac_address"], None if e.get("dhcp") else e["ip_address"]) for e in entries]
         interfaces = previous.get("interfaces", [])
         # an address without an index is CNI_IFNAME's: that interface's, or
-        # else the pod's first (where cni.result puts it, for the runtime)
+        # else the pod's first that holds one (where cni.result puts it, for
+        # the runtime)
         inside = [i for i in interfaces if i.get("sandbox")]
-        unindexed = next((i for i in inside if i.get("name") == request["ifname"]), inside[0] if inside else None)
+        addressed = [i for i in inside if i.get("name") not in set(e["interface"] for e in entries if e.get("dhcp"))]
+        unindexed = next((i for i in inside if i.get("name") == request["ifname"]),
+                         addressed[0] if addressed else None)
         for item in previous.get("ips", []):
             index = item.get("interface")
             target = unindexed if index is None else interfaces[index] if interfaces[index].get("sandbox") else None
@@ -112,6 +116,8 @@ class PodTruth:
         if mac and link.get_attr("IFLA_ADDRESS") != mac:
             raise cni.CNIError(CHECK_FAILED, "interface %s has MAC %s, not %s" % (
                 interface, link.get_attr("IFLA_ADDRESS"), mac))
+        if address is None:
+            return
         ip, _sep, prefix = str(address).partition("/")
         addresses = set((a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in pod_ns.get_addr(index=found[0]))
         if not prefix.isdigit() or (ip, int(prefix)) not in addresses:
