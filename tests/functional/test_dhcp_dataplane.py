@@ -117,3 +117,19 @@ def test_a_client_with_another_mac_gets_nothing(vm_node):
         ip("ip", "link", "set", "eth0", "address", vm_node.mac, netns=vm_node.pod)
     # and with its own MAC back, the answer comes again
     assert udhcpc(vm_node.pod)["ip"] == vm_node.ip
+
+
+def test_a_pod_s_own_routes_reach_its_guest_and_no_default_route_when_it_said_so(vm_node):
+    pod = pod_ports.Pod("default", "vm-second", "uid-vm2")
+    reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([{
+        "name": "vmnet", "interface": "net0", "dhcp": True, "default_gateway": False,
+        "routes": [{"dst": "10.99.0.0/16"}]}])})[1]
+    nb(vm_node, lambda v: pod_ports.plan_pod(v, pod, reqs))
+    row = [r for r in vm_node.box.rows("nb", "Logical_Switch_Port") if r["name"] == pod.port_name("net0")][0]
+    mac, address = (row["addresses"] if isinstance(row["addresses"], str) else row["addresses"][0]).split()[:2]
+    netns = vm_node.attach("vm2", "br-int", mac, None, iface_id=pod.port_name("net0"))
+    vm_node.wait_hv()
+    lease = udhcpc(netns)
+    assert lease is not None and lease["ip"] == address
+    assert "router" not in lease
+    assert lease["staticroutes"].split() == ["192.168.70.0/24", "10.60.0.254", "10.99.0.0/16", "10.60.0.1"]

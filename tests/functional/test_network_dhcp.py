@@ -40,9 +40,10 @@ def nb(sandbox):
 
 
 def dhcp_rows(sandbox):
-    """``{cidr: row}`` of the network's DHCP_Options, read from outside."""
+    """``{cidr: row}`` of the network's own DHCP_Options (not its ports'),
+    read from outside."""
     return dict((r["cidr"], r) for r in sandbox.rows("nb", "DHCP_Options")
-                if r["external_ids"].get(NETWORK_KEY) == "vmnet")
+                if r["external_ids"].get(NETWORK_KEY) == "vmnet" and "ovn4nfv-dhcp-port" not in r["external_ids"])
 
 
 def port(sandbox, name):
@@ -206,3 +207,58 @@ def test_an_interface_configured_by_dhcp_needs_a_network_that_serves_it(nb, sand
     execute(nb, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
     entries = nb.wait_for(lambda idl: pod_ports.interface_list(View(idl), pod, reqs), 10)
     assert entries[0]["dhcp"] is True and entries[0]["routes"] == []
+
+
+def vm_pod(db, name, **extra):
+    pod = pod_ports.Pod("default", name, "uid-" + name)
+    entry = dict({"name": "vmnet", "interface": "net0", "dhcp": True}, **extra)
+    reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([entry])})[1]
+    execute(db, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
+    return pod
+
+
+def port_rows(sandbox):
+    """``{port: row}`` of the rows made for one port, read from outside."""
+    return dict((r["external_ids"]["ovn4nfv-dhcp-port"], r) for r in sandbox.rows("nb", "DHCP_Options")
+                if "ovn4nfv-dhcp-port" in r["external_ids"])
+
+
+def test_a_pod_s_own_routes_and_default_route_get_its_port_a_row_of_its_own(nb, sandbox):
+    declare(nb, NET)
+    plain = vm_pod(nb, "plain")
+    # its own route, and no default route: the guest's other interface carries that
+    routed = vm_pod(nb, "routed", routes=[{"dst": "10.99.0.0/16"}], default_gateway=False)
+    again = vm_pod(nb, "again", routes=[{"dst": "10.98.0.0/16", "gw": "10.60.0.250"}])
+    own = port_rows(sandbox)
+    assert sorted(own) == [again.port_name("net0"), routed.port_name("net0")]
+    options = own[routed.port_name("net0")]["options"]
+    assert "router" not in options
+    assert options["classless_static_route"] == "{192.168.70.0/24,10.60.0.254,10.99.0.0/16,10.60.0.1}"
+    assert own[again.port_name("net0")]["options"]["classless_static_route"] == (
+        "{192.168.70.0/24,10.60.0.254,10.98.0.0/16,10.60.0.250,0.0.0.0/0,10.60.0.1}")
+    assert own[again.port_name("net0")]["options"]["router"] == "10.60.0.1"
+    network_row = dhcp_rows(sandbox)["10.60.0.0/24"]["_uuid"]
+    assert port(sandbox, plain.port_name("net0"))["dhcpv4_options"] == network_row
+    assert port(sandbox, routed.port_name("net0"))["dhcpv4_options"] == own[routed.port_name("net0")]["_uuid"]
+    # the IPv6 side is the network's: routes there come from the advertisements
+    assert port(sandbox, routed.port_name("net0"))["dhcpv6_options"] == dhcp_rows(sandbox)["fd00:60::/64"]["_uuid"]
+    # the module leaves them as they are, and makes them again from the network when it changes
+    assert not declare(nb, NET).changed
+    declare(nb, dict(NET, mtu=1300))
+    assert port_rows(sandbox)[routed.port_name("net0")]["options"]["mtu"] == "1300"
+    assert port(sandbox, routed.port_name("net0"))["dhcpv4_options"] == own[routed.port_name("net0")]["_uuid"]
+    # its row goes with its pod
+    execute(nb, lambda v: pod_ports.plan_delete(v, routed.uid), write=True)
+    assert sorted(port_rows(sandbox)) == [again.port_name("net0")]
+    # a port deleted by hand leaves its row: the audit finds it, and the repair removes it
+    sandbox.nbctl("lsp-del", again.port_name("net0"))
+    nb.wait_for(lambda idl: all(r.name != again.port_name("net0")
+                                for r in idl.tables["Logical_Switch_Port"].rows.values()), 10)
+    findings = nb.read(lambda idl: audit.audit_networks(View(idl)))
+    assert "delete dhcp_attachment dhcp_options of port %s" % again.port_name("net0") in findings[0]["message"]
+    execute(nb, lambda v: audit.plan_repair(v, findings), write=True)
+    assert port_rows(sandbox) == {}
+    # DHCP off takes the ports' rows too
+    vm_pod(nb, "last", routes=[{"dst": "10.97.0.0/16"}])
+    declare(nb, dict(NET, dhcp={"enabled": False}))
+    assert sandbox.rows("nb", "DHCP_Options") == []

@@ -130,18 +130,13 @@ def test_an_interface_configured_by_dhcp():
     assert "dhcp" not in ann.interface_entry(reqs[0], "172.16.44.5/24", "0a:00:00:00:00:05", "172.16.44.1")
 
 
-@pytest.mark.parametrize("entry, annotations_extra, problem", [
-    (dict(dhcp=True, routes=[{"dst": "10.9.0.0/16"}]), {},
-     "ovnNetwork[0].dhcp: an interface configured by DHCP takes its routes and default route from its network's "
-     "DHCP, not from routes"),
-    (dict(dhcp=True, default_gateway=True), {}, "not from default_gateway"),
-    (dict(dhcp="maybe"), {}, "is not true or false"),
-    (dict(dhcp=True), {ann.ROUTES: json.dumps([{"dst": "10.9.0.0/16", "dev": "net0"}])},
-     "ovnNetworkRoutes[0].dev: 'net0' is configured by DHCP, which gives its routes"),
-])
-def test_dhcp_refuses_routes_of_the_pod_s_own(entry, annotations_extra, problem):
-    annotations = {ann.OVN_NETWORK: json.dumps([net(**entry)])}
-    annotations.update(annotations_extra)
+def test_a_dhcp_interface_s_own_routes_and_default_route_are_kept_for_its_dhcp():
+    _s, reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([
+        net(dhcp=True, routes=[{"dst": "10.9.0.0/16"}], default_gateway=False), net(interface="net1", dhcp=True)]),
+        ann.ROUTES: json.dumps([{"dst": "10.8.0.0/16", "gw": "172.16.44.9", "dev": "net0"}])})
+    assert reqs[0].routes == [{"dst": "10.9.0.0/16", "gw": None}, {"dst": "10.8.0.0/16", "gw": "172.16.44.9"}]
+    assert (reqs[0].default_gateway, reqs[0].default_given) == (False, True)
+    assert (reqs[1].default_gateway, reqs[1].default_given) == (False, False)
     with pytest.raises(ValidationError) as err:
-        ann.parse_requests(annotations)
-    assert problem in str(err.value)
+        ann.parse_requests({ann.OVN_NETWORK: json.dumps([net(dhcp="maybe")])})
+    assert "ovnNetwork[0].dhcp: 'maybe' is not true or false" in str(err.value)

@@ -68,7 +68,7 @@ class InterfaceRequest:
         # configured inside the pod (a VM's guest, a DHCP client) by its
         # network's DHCP: the CNI plugin writes no address or route
         self.dhcp = dhcp
-
+        self.default_given = default_gateway
     def __repr__(self):
         return "InterfaceRequest(%s, %s, ip=%s, mac=%s)" % (self.network, self.interface, self.ip,
                                                             self.mac)
@@ -121,13 +121,13 @@ def _request(entry, where):
     mac = _first(entry, "mac_address", "macAddress")
     mac = addressing.parse_mac(_exact(mac, where + ".mac_address"), where + ".mac_address") \
         if mac not in (None, "") else None
-    default = _flag(_first(entry, "default_gateway", "defaultGateway"), where + ".default_gateway")
+    default_text = _first(entry, "default_gateway", "defaultGateway")
+    default = _flag(default_text, where + ".default_gateway")
     dhcp = _flag(entry.get("dhcp"), where + ".dhcp")
-    if dhcp and (default or entry.get("routes")):
-        raise ValidationError("%s.dhcp: an interface configured by DHCP takes its routes and default route from "
-                              "its network's DHCP, not from %s" % (where, "routes" if entry.get("routes")
-                                                                   else "default_gateway"))
     request = InterfaceRequest(network, interface, ip, mac, default, (), where, prefix=prefix, dhcp=dhcp)
+    # said, not left out: an interface configured by DHCP carries the
+    # default route unless its request says false
+    request.default_given = default_text not in (None, "")
     for index, route in enumerate(_first(entry, "routes") or []):
         _add_route(request, route, "%s.routes[%d]" % (where, index))
     return request
@@ -196,9 +196,6 @@ def parse_requests(annotations, default_network=None):
             if route["dev"] not in by_interface:
                 raise ValidationError("%s.dev: %r names no interface of the pod (it has %s)" % (
                     field, route["dev"], ", ".join(sorted(by_interface))))
-            if by_interface[route["dev"]].dhcp:
-                raise ValidationError("%s.dev: %r is configured by DHCP, which gives its routes" % (
-                    field, route["dev"]))
             _add_route(by_interface[route["dev"]], route, field)
     _check_default_routes(requests, source)
     return source, requests
@@ -332,7 +329,8 @@ def interface_entry(request, ip_cidr, mac, gateway, network_routes=()):
              "gateway_ip": gateway, "default_gateway": request.default_gateway,
              "routes": routes}
     if request.dhcp:
-        # the address its DHCP answers with; the guest writes it, and its routes
+        # the address its DHCP answers with; the guest writes it, and the
+        # routes and default route its DHCP gives (cluster/dhcp.py)
         entry.update(dhcp=True, routes=[])
     return entry
 

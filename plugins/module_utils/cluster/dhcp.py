@@ -17,6 +17,17 @@ A network declared with ``dhcp`` gets, from ``virtual_network``:
 * every pod port of the network pointing at those rows
   (``dhcpv4_options``, ``dhcpv6_options``): OVN answers only ports that do.
 
+A pod whose request gives an interface configured by DHCP routes of its
+own, or says it carries no default route (``default_gateway: false``),
+gets a DHCPv4 row of its port's own (:func:`override_of`,
+:func:`port_item`): the network's options with those routes added, and
+without the router option and the default route where it said false. The
+row is known by the port (``K_DHCP_PORT``) and records what the pod asked
+(``K_DHCP_OVERRIDE``), so that ``virtual_network`` makes its options
+again when the network changes; it goes with its port
+(:func:`plan_forget`), and one whose port is gone is removed by the next
+run of the network or the audit's repair.
+
 OVN answers with the address the port holds (its ``addresses``): the
 product's allocation stays the one truth, and port security stays on, so a
 client with another MAC gets nothing. The rows are the network's
@@ -30,11 +41,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.marks import NETWORK_KEY, OWNER_KEY, OWNER_VALUE
+from ..common.marks import K_DHCP_OVERRIDE, K_DHCP_PORT, NETWORK_KEY, OWNER_KEY, OWNER_VALUE
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import Change, Plan
 from ..ovsdb.view import cell
@@ -91,8 +103,21 @@ def _set(values):
     return "{%s}" % ", ".join(values)
 
 
-def options_v4(network):
-    """The ``options`` of the network's IPv4 ``DHCP_Options`` row."""
+def override_of(request):
+    """What a pod's request asks of its interface's DHCPv4 beyond what its
+    network gives (``{"routes", "default_route"}``), or None: routes of its
+    own, or ``default_gateway: false`` said."""
+    if not request.dhcp:
+        return None
+    default_route = request.default_gateway or not request.default_given
+    if not request.routes and default_route:
+        return None
+    return {"routes": [{"dst": r["dst"], "gw": r.get("gw")} for r in request.routes], "default_route": default_route}
+
+
+def options_v4(network, override=None):
+    """The ``options`` of the network's IPv4 ``DHCP_Options`` row, or of a
+    port's own row with its pod's ``override``."""
     gateway = str(network.gateway)
     options = {"server_id": gateway, "server_mac": server_mac(network), "router": gateway,
                "lease_time": str(network.dhcp["lease_time"])}
@@ -103,10 +128,18 @@ def options_v4(network):
         options["dns_server"] = _set(dns)
     if network.dhcp.get("domain"):
         options["domain_name"] = '"%s"' % network.dhcp["domain"]
-    if network.routes:
-        hops = ["%s,%s" % (route["dst"], route["gw"]) for route in network.routes]
+    routes = [dict(route) for route in network.routes]
+    default_route = True
+    if override is not None:
+        routes += [{"dst": r["dst"], "gw": r.get("gw") or gateway} for r in override["routes"]]
+        default_route = override["default_route"]
+    if not default_route:
+        options.pop("router")
+        routes = [route for route in routes if route["dst"] != "0.0.0.0/0"]
+    if routes:
+        hops = ["%s,%s" % (route["dst"], route["gw"]) for route in routes]
         # a client that takes classless routes ignores the router option (RFC 3442)
-        if not any(route["dst"] == "0.0.0.0/0" for route in network.routes):
+        if default_route and not any(route["dst"] == "0.0.0.0/0" for route in routes):
             hops.append("0.0.0.0/0,%s" % gateway)
         options["classless_static_route"] = "{%s}" % ",".join(hops)
     return options
@@ -156,16 +189,43 @@ def items(network):
     return out
 
 
+def port_item(network, port, override):
+    """A port's own DHCPv4 row (see the module's docstring), as an item of
+    :class:`~..resources.nb_dhcp.DHCPOptions`."""
+    return {"network": network.name, "cidr": str(network.subnet), "port": port,
+            "override": json.dumps(override, sort_keys=True), "options": options_v4(network, override)}
+
+
+def _owned(view, name):
+    return [row for row in view.rows(TABLE) if cell(row, "external_ids").get(NETWORK_KEY) == name
+            and cell(row, "external_ids").get(OWNER_KEY) == OWNER_VALUE]
+
+
 def owned_rows(view, name):
-    """``{cidr: row}`` of the product's ``DHCP_Options`` rows of network ``name``."""
-    return dict((cell(row, "cidr"), row) for row in view.rows(TABLE)
-                if cell(row, "external_ids").get(NETWORK_KEY) == name
-                and cell(row, "external_ids").get(OWNER_KEY) == OWNER_VALUE)
+    """``{cidr: row}`` of network ``name``'s own ``DHCP_Options`` rows (not
+    its ports')."""
+    return dict((cell(row, "cidr"), row) for row in _owned(view, name)
+                if cell(row, "external_ids").get(K_DHCP_PORT) is None)
+
+
+def port_rows(view, name):
+    """``{port name: row}`` of the rows made for the ports of network ``name``."""
+    return dict((cell(row, "external_ids")[K_DHCP_PORT], row) for row in _owned(view, name)
+                if cell(row, "external_ids").get(K_DHCP_PORT) is not None)
+
+
+def all_keys(view, name):
+    """The identities of every row of network ``name``, its ports' too:
+    what deleting the network deletes."""
+    return [{"network": name, "cidr": cell(row, "cidr"), "port": cell(row, "external_ids").get(K_DHCP_PORT)}
+            for row in sorted(_owned(view, name), key=lambda r: (cell(r, "cidr"), str(cell(r, "external_ids"))))]
 
 
 def stale_keys(view, network):
     """Identities of the network's rows it no longer wants (DHCP turned
-    off, a subnet moved): for ``deleted``."""
+    off: its ports' too; a subnet moved): for ``deleted``."""
+    if network.dhcp is None:
+        return all_keys(view, network.name)
     wanted = set(item["cidr"] for item in items(network))
     return [{"network": network.name, "cidr": cidr} for cidr in sorted(owned_rows(view, network.name))
             if cidr not in wanted]
@@ -215,13 +275,31 @@ def plan_attachments(view, networks, ops):
         want = targets(view, network, ops)
         switch = view.lookup("Logical_Switch", network.name)
         ports = [] if switch is None or isinstance(switch, (list, NewRow)) else list(cell(switch, "ports"))
+        own = port_rows(view, network.name) if network.dhcp is not None else {}
         for port in sorted(ports, key=lambda p: cell(p, "name")):
             if cell(port, "type") not in ("", None):
                 continue        # the router's port, a localnet: OVN answers no DHCP there
-            port_changes = port_ops(port, want)
+            name = cell(port, "name")
+            row = own.pop(name, None)
+            if row is not None:
+                # the port's own row, made again from the network and what its pod asked
+                item = port_item(network, name, json.loads(cell(row, "external_ids").get(K_DHCP_OVERRIDE) or "{}"))
+                for column in ("cidr", "options"):
+                    if cell(row, column) != item[column]:
+                        result.changes.append(Change("update", "dhcp_options of port %s" % name, None,
+                                                     {column: item[column]},
+                                                     [Op("update", TABLE, row, column, item[column])]))
+            port_want = dict(want)
+            if row is not None:
+                port_want[4] = row
+            port_changes = port_ops(port, port_want)
             if port_changes:
-                result.changes.append(Change("update", "port %s" % cell(port, "name"), None,
+                result.changes.append(Change("update", "port %s" % name, None,
                                              {"network": network.name}, port_changes))
+        for name, row in sorted(own.items()):
+            # its port is gone (deleted by hand, or while the watcher was away)
+            result.changes.append(Change("delete", "dhcp_options of port %s" % name, None, None,
+                                         [Op("delete", TABLE, row)]))
         # the network's router port, made in this batch or before
         router_port = view.lookup("Logical_Router_Port", network.router_port)
         if router_port is not None and not isinstance(router_port, list):
@@ -231,4 +309,27 @@ def plan_attachments(view, networks, ops):
                                              {"ipv6_ra_configs": wanted_ra}, [
                                                  Op("update", "Logical_Router_Port", router_port,
                                                     "ipv6_ra_configs", wanted_ra)]))
+    return result
+
+
+def port_row_ops(view, network, port, override):
+    """``(ops, row)``: the insert of port ``port``'s own row (a
+    :class:`NewRow`), for a new port whose pod asked ``override``."""
+    item = port_item(network, port, override)
+    values = {"cidr": item["cidr"], "options": item["options"],
+              "external_ids": {OWNER_KEY: OWNER_VALUE, NETWORK_KEY: network.name, K_DHCP_PORT: port,
+                               K_DHCP_OVERRIDE: item["override"]}}
+    row = view.new_row(TABLE, values)
+    return [Op("insert", TABLE, row, value=values)], row
+
+
+def plan_forget(view, ports):
+    """A :class:`Plan` deleting the rows made for ``ports`` (names), which go."""
+    result = Plan(_Attachments(), "deleted")
+    going = set(ports)
+    for row in view.rows(TABLE):
+        port = cell(row, "external_ids").get(K_DHCP_PORT)
+        if port in going and cell(row, "external_ids").get(OWNER_KEY) == OWNER_VALUE:
+            result.changes.append(Change("delete", "dhcp_options of port %s" % port, None, None,
+                                         [Op("delete", TABLE, row)]))
     return result

@@ -458,8 +458,7 @@ class Networks(CompositeKind):
         for name in deleting:
             keys = current[name].network.ovn_keys() if ovn else {Bridge: [{"name": current[name].network.bridge}]}
             if ovn:
-                keys[DHCPOptions] = [{"network": name, "cidr": cidr}
-                                     for cidr in sorted(dhcp_service.owned_rows(view, name))]
+                keys[DHCPOptions] = dhcp_service.all_keys(view, name)
             for resource_class, objs in keys.items():
                 deletes.setdefault(resource_class, []).extend(objs)
         if ovn:

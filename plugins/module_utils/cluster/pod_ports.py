@@ -108,6 +108,7 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
         return scan_holder(view, kind, value, pod.uid, switch)
 
     problems, items, wanted = [], [], {}
+    overrides = {}      # port name: what its pod asks of its DHCP beyond its network's
     # What this pod's own interfaces take, so that no two of them share an
     # address: the static ones first (a dynamic choice must not take an
     # address a later interface asks for), then each one chosen or kept.
@@ -193,6 +194,8 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
             texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], port_security_of(mac, ips)
         item = {"name": name, "switch": network.name, "addresses": texts,
                 "external_ids": pod.marks(request.interface)}
+        if dhcp.override_of(request) is not None:
+            overrides[name] = dhcp.override_of(request)
         if security:
             item["port_security"] = security
         items.append(item)
@@ -203,7 +206,7 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
     batch = _port_batch(view, items, "replaced")
     if batch.changed:
         _new_ports(view, batch, None if labels is None else
-                   lambda switch: multi_policies.groups_for(view, pod.namespace, labels, switch))
+                   lambda switch: multi_policies.groups_for(view, pod.namespace, labels, switch), overrides)
     return batch
 
 
@@ -220,10 +223,11 @@ def _mac_for(view, pod, request, ip, holder, taken=()):
     return mac
 
 
-def _new_ports(view, batch, joins=None):
+def _new_ports(view, batch, joins=None, overrides=None):
     """What a port made anew carries in the transaction that makes it:
     the remote taps whose source it is (the tap follows the pod), its
-    network's DHCP (:func:`.dhcp.port_ops`), the port groups ``joins(switch)`` names (a policy's, isolating it from its first
+    network's DHCP (:func:`.dhcp.port_ops`; a row of its own where its pod
+    asked more of it, ``overrides``), the port groups ``joins(switch)`` names (a policy's, isolating it from its first
     packet), and ``up=false``. ovn-northd sets ``up`` on every port that lacks it, false
     until a chassis binds it: for new ports, an NB transaction of its own
     after each of ours, which every client takes in as an update and which
@@ -240,7 +244,12 @@ def _new_ports(view, batch, joins=None):
                 network = _network(view, cell(switch, "name")) if switch is not None else None
                 if network is not None and network.dhcp is not None:
                     # OVN answers its DHCP from the first request on
-                    change.ops.extend(dhcp.port_ops(op.row, dhcp.targets(view, network)))
+                    want = dhcp.targets(view, network)
+                    override = (overrides or {}).get(op.value.get("name"))
+                    if override is not None:
+                        own_ops, want[4] = dhcp.port_row_ops(view, network, op.value["name"], override)
+                        change.ops[:0] = own_ops        # inserted before the port points at it
+                    change.ops.extend(dhcp.port_ops(op.row, want))
                 if joins is not None:
                     for group in joins(cell(switch, "name")) if switch is not None else ():
                         change.ops.append(Op("mutate", "Port_Group", group, "ports", [op.row], "insert"))
@@ -353,10 +362,13 @@ def plan_release(view, namespace, name, keep=None, addresses=None):
 
 def _forget(view, batch, rows):
     """``batch``, which deletes ``rows``, also takes their addresses out of
-    the policies' address sets."""
+    the policies' address sets, and deletes the DHCP rows made for them."""
     gone = multi_policies.plan_forget_addresses(view, [str(ip) for row in rows for ip in held_addresses(row)[1]])
     if gone.changed:
         batch.add(gone)
+    own = dhcp.plan_forget(view, [row.name for row in rows])
+    if own.changed:
+        batch.add(own)
     return batch
 
 

@@ -87,6 +87,10 @@ K_POLICY_MODE = "ovn4nfv-policy-mode"
 # the DHCP and router advertisements OVN serves on a network, as JSON
 # ({"lease_time", "domain", "ipv6_address_mode"}; absent: none)
 K_DHCP = "ovn4nfv-dhcp"
+# a DHCP_Options row made for one pod port: the port's name, and what the
+# pod asked of its DHCP (JSON {"routes", "default_route"})
+K_DHCP_PORT = "ovn4nfv-dhcp-port"
+K_DHCP_OVERRIDE = "ovn4nfv-dhcp-override"
 
 # --------------------------------------------------------------------------
 # Pods: their ports in OVN, their interfaces in a node's Open vSwitch
@@ -240,6 +244,10 @@ CONTRACT = {
     "K_DHCP": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
                "cluster/networks.py (its DHCP_Options rows, its router port's ipv6_ra_configs), the watcher, "
                "the audit"),
+    "K_DHCP_PORT": (KIND_KEY, "a DHCP_Options row made for one pod port", "the watcher; virtual_network keeps it",
+                    "cluster/dhcp.py, resources/nb_dhcp.py (the row's identity), the audit"),
+    "K_DHCP_OVERRIDE": (KIND_KEY, "a DHCP_Options row made for one pod port", "the watcher",
+                        "cluster/dhcp.py (the row's options made again from it and the network)"),
     "K_POLICY_MODE": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
                       "cluster/networks.py; the watcher and network_policy (how its ACLs keep state)"),
     "K_NAMESPACE": (KIND_KEY, "a pod's Logical_Switch_Port", _PODS, "the watcher, the audit, the picture"),

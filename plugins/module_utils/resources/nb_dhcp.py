@@ -17,6 +17,10 @@ address family (an IPv4 and an IPv6 ``cidr``), and two networks may use
 the same ``cidr`` (isolated networks with overlapping subnets) while each
 needs a row of its own, since a port points at exactly one row. ``cidr``
 alone would merge those; the network alone could not tell v4 from v6.
+A row made for one pod port (its routes or default route its own, see
+:mod:`..cluster.dhcp`) is known by that port too (``port``, under
+``K_DHCP_PORT``): ``(network, cidr, port)``, the network's own row having
+no port.
 
 Rows made by others (``ovn-nbctl dhcp-options-create``, Neutron, another
 controller) carry no network mark: they read with ``network`` unset, so no
@@ -41,7 +45,7 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.marks import NETWORK_KEY, OWNER_KEY
+from ..common.marks import K_DHCP_OVERRIDE, K_DHCP_PORT, NETWORK_KEY, OWNER_KEY
 from ..ovsdb.connection import NB_SCHEMA
 from ..ovsdb.fields import Field
 from ..ovsdb.resource import Resource
@@ -70,19 +74,22 @@ CHECKED_OPTIONS = {
 
 
 class DHCPOptions(Resource):
-    """One ``DHCP_Options`` row, known by ``(network, cidr)`` (see the
+    """One ``DHCP_Options`` row, known by ``(network, cidr, port)`` (see the
     module's docstring for why)."""
 
     name = "dhcp_options"
     schema = NB_SCHEMA
     table = "DHCP_Options"
     tables = ("DHCP_Options",)
-    identity = ("network", "cidr")
+    identity = ("network", "cidr", "port")
     fields = (
         Field("network", column="external_ids", kind="mapkey", key=NETWORK_KEY),
         Field("cidr", default=""),
+        # a row made for one pod port (cluster/dhcp.py), and what its pod asked
+        Field("port", column="external_ids", kind="mapkey", key=K_DHCP_PORT),
+        Field("override", column="external_ids", kind="mapkey", key=K_DHCP_OVERRIDE),
         Field("options", kind="map"),
-        Field("external_ids", kind="map", exclude_keys=(OWNER_KEY, NETWORK_KEY)),
+        Field("external_ids", kind="map", exclude_keys=(OWNER_KEY, NETWORK_KEY, K_DHCP_PORT, K_DHCP_OVERRIDE)),
     )
 
     def validate(self, item, where, state):
@@ -92,9 +99,12 @@ class DHCPOptions(Resource):
         cidr = addressing.parse_cidr(item["cidr"], where + ".cidr")
         item["cidr"] = str(cidr)
         check_maps(item, where, ("options", "external_ids"))
-        if NETWORK_KEY in (item.get("external_ids") or {}):
-            raise ValidationError("%s.external_ids: the key %r is set with the network option" % (
-                where, NETWORK_KEY))
+        for key, option in ((NETWORK_KEY, "network"), (K_DHCP_PORT, "port"), (K_DHCP_OVERRIDE, "override")):
+            if key in (item.get("external_ids") or {}):
+                raise ValidationError("%s.external_ids: the key %r is set with the %s option" % (
+                    where, key, option))
+        if item.get("port") is not None:
+            required_name(item, where, "port")
         if state == "deleted":
             return item
         options = item.get("options") or {}
