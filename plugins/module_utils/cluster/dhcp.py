@@ -238,8 +238,8 @@ def targets(view, network, ops=()):
     wanted = dict((addressing.parse_cidr(item["cidr"], "cidr").version, item["cidr"]) for item in items(network))
     found = owned_rows(view, network.name)
     for op in ops:
-        if op.op == "insert" and op.table == TABLE and \
-                (op.value.get("external_ids") or {}).get(NETWORK_KEY) == network.name:
+        ids = (op.value.get("external_ids") or {}) if op.op == "insert" and op.table == TABLE else {}
+        if ids.get(NETWORK_KEY) == network.name and ids.get(K_DHCP_PORT) is None:
             found[op.value.get("cidr")] = op.row
     return dict((family, found.get(wanted.get(family))) for family in (4, 6))
 
@@ -275,6 +275,11 @@ def plan_attachments(view, networks, ops):
         want = targets(view, network, ops)
         switch = view.lookup("Logical_Switch", network.name)
         ports = [] if switch is None or isinstance(switch, (list, NewRow)) else list(cell(switch, "ports"))
+        if network.dhcp is None:
+            # no rows to point at; references to rows this batch deletes clear
+            # themselves (weak references): a network of thousands of ports
+            # without DHCP costs nothing here
+            ports = []
         own = port_rows(view, network.name) if network.dhcp is not None else {}
         for port in sorted(ports, key=lambda p: cell(p, "name")):
             if cell(port, "type") not in ("", None):
