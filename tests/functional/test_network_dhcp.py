@@ -204,6 +204,13 @@ def test_an_interface_configured_by_dhcp_needs_a_network_that_serves_it(nb, sand
     assert refused.value.reason == pod_ports.INVALID
     assert [p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"] == pod.port_name("net0")] == []
     declare(nb, NET)
+    ipv6_route = ann.parse_requests({ann.OVN_NETWORK: json.dumps([{
+        "name": "vmnet", "interface": "net0", "dhcp": True, "routes": [{"dst": "fd00:99::/64"}]}])})[1]
+    with pytest.raises(ValidationError) as refused:
+        execute(nb, lambda v: pod_ports.plan_pod(v, pod, ipv6_route), write=True)
+    assert refused.value.problems == [
+        "ovnNetwork[0].routes[0].dst: DHCPv4 carries IPv4 routes only; an interface configured by DHCP takes its "
+        "IPv6 routes from the router advertisements"]
     execute(nb, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
     entries = nb.wait_for(lambda idl: pod_ports.interface_list(View(idl), pod, reqs), 10)
     assert entries[0]["dhcp"] is True and entries[0]["routes"] == []

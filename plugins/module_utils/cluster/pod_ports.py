@@ -143,6 +143,11 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
             problems.append((INVALID, "%s.dhcp: network %s serves no DHCP (virtual_network's dhcp option)" % (
                 request.where, network.name)))
             continue
+        v6 = [f for route, f in zip(request.routes, request.route_fields) if ":" in route["dst"]] if request.dhcp else []
+        if v6:
+            problems.append((INVALID, "%s.dst: DHCPv4 carries IPv4 routes only; an interface configured by DHCP "
+                                      "takes its IPv6 routes from the router advertisements" % v6[0]))
+            continue
         try:
             _check_routes(request, network)
         except ValidationError as exc:
