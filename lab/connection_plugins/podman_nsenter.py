@@ -31,6 +31,18 @@ DOCUMENTATION = """
             default: podman
             vars:
                 - name: ansible_podman_executable
+        become_success_timeout:
+            description: Seconds to wait for become to succeed (the local connection's option).
+            type: int
+            default: 10
+            vars:
+                - name: ansible_local_become_success_timeout
+        become_strip_preamble:
+            description: Strip become's preamble from the output (the local connection's option).
+            type: bool
+            default: true
+            vars:
+                - name: ansible_local_become_strip_preamble
     extends_documentation_fragment:
         - connection_pipelining
 """
@@ -47,6 +59,15 @@ NAMESPACES = ("--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup")
 ENVIRONMENT = ("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8")
 
 
+def _start_time(pid):
+    """When process ``pid`` started (clock ticks since boot), or None."""
+    try:
+        with open("/proc/%s/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 class Connection(local.Connection):
     """local's process handling and pipelining, each command entered into
     the container ``remote_addr`` names."""
@@ -56,33 +77,44 @@ class Connection(local.Connection):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._pid = None
+        self._first = None      # (pid, its start time): the container's first process
 
-    def _connect(self):
-        if self._pid is None:
-            container = self._play_context.remote_addr
-            try:
-                proc = subprocess.run([self.get_option("podman_executable"), "container", "inspect",
-                                       "--format", "{{.State.Pid}}", container],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=False)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                raise AnsibleConnectionFailure("podman inspect %s: %s" % (container, exc)) from exc
-            pid = to_text(proc.stdout).strip()
-            if proc.returncode or not pid.isdigit() or pid == "0":
-                raise AnsibleConnectionFailure("container %s is not running: %s"
-                                               % (container, to_text(proc.stderr).strip() or pid))
-            self._pid = pid
-        return super()._connect()
+    def reset(self):
+        self._first = None
+        super().reset()
+
+    def _container_pid(self):
+        """The PID of the container's first process: asked of podman once
+        a connection, and before each command checked to be the same
+        process still (its start time, from /proc), else asked again: a
+        container restarted within a task has another, and a PID reused
+        could name a host process."""
+        if self._first is not None and _start_time(self._first[0]) == self._first[1]:
+            return self._first[0]
+        container = self._play_context.remote_addr
+        try:
+            proc = subprocess.run([self.get_option("podman_executable"), "container", "inspect",
+                                   "--format", "{{.State.Pid}}", container],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AnsibleConnectionFailure("podman inspect %s: %s" % (container, exc)) from exc
+        pid = to_text(proc.stdout).strip()
+        if proc.returncode or not pid.isdigit() or pid == "0":
+            raise AnsibleConnectionFailure("container %s is not running: %s"
+                                           % (container, to_text(proc.stderr).strip() or pid))
+        self._first = (pid, _start_time(pid))
+        return pid
 
     def _entered(self, cmd):
-        """``cmd`` (a shell string, as the action plugins give it) run in the
-        container, with the container's root and working directory."""
-        prefix = ["nsenter", "--target=" + self._pid] + list(NAMESPACES) + ["--root", "--wd", "--",
-                                                                            "/usr/bin/env", "-i"]
-        prefix += list(ENVIRONMENT)
+        """``cmd`` run by the container's shell, in the container's
+        namespaces, root and working directory. The whole command is one
+        quoted argument of that shell, whatever it holds (``raw``'s bare
+        text too): nothing of it is read by the controller's shell."""
         if not isinstance(cmd, (str, bytes)):
             cmd = " ".join(shlex.quote(to_text(part)) for part in cmd)
-        return " ".join(shlex.quote(part) for part in prefix) + " " + to_text(cmd)
+        argv = ["nsenter", "--target=" + self._container_pid()] + list(NAMESPACES) + [
+            "--root", "--wd", "--", "/usr/bin/env", "-i"] + list(ENVIRONMENT) + ["/bin/sh", "-c", to_text(cmd)]
+        return " ".join(shlex.quote(part) for part in argv)
 
     def exec_command(self, cmd, in_data=None, sudoable=True):
         self._connect()

@@ -356,7 +356,10 @@ def result(version, entries, sandbox, host_interfaces=None, ifname=None):
     the index optional, and runtimes (containerd's go-cni, CRI-O's ocicni)
     count an address without one as ``CNI_IFNAME``'s; the pod's IP is then
     its first interface's address. An interface configured by DHCP inside
-    (``dhcp``) is listed without an address: the pod does not hold it."""
+    (``dhcp``) is listed without an address: the pod does not hold it;
+    only when no interface has one, the first such interface's (the address
+    its guest is given) goes to the runtime without an index, so that a pod
+    whose interfaces are all configured inside (a VM's) still starts."""
     interfaces, ips, routes = [], [], []
     unnamed = ifname is not None and ifname not in [entry["interface"] for entry in entries]
     for entry in entries:
@@ -375,6 +378,11 @@ def result(version, entries, sandbox, host_interfaces=None, ifname=None):
             routes.append({"dst": route["dst"], "gw": route.get("gw") or entry.get("gateway_ip")})
         if entry.get("default_gateway") and entry.get("gateway_ip"):
             routes.append({"dst": "::/0" if ":" in address else "0.0.0.0/0", "gw": entry["gateway_ip"]})
+    guest = [entry for entry in entries if entry.get("dhcp")]
+    if ifname is not None and not ips and guest:
+        ips.append({"address": guest[0]["ip_address"], "gateway": guest[0].get("gateway_ip")})
+        if version.startswith("0."):
+            ips[0]["version"] = "6" if ":" in guest[0]["ip_address"] else "4"
     for name, mac in host_interfaces or []:
         interfaces.append({"name": name, "mac": mac})
     return {"cniVersion": version, "interfaces": interfaces, "ips": ips, "routes": routes, "dns": {}}

@@ -702,7 +702,7 @@ def test_an_interface_configured_by_dhcp_gets_its_mac_and_takes_its_address_from
     up, with no address or route; a DHCP client in the pod gets the port's
     address and the network's MTU from OVN; CHECK asks for no address
     there; and the address a pod holds is the runtime's IP still."""
-    netns = env.pod("pdhcp", {"name": "vmnet", "interface": "net0", "dhcp": True},
+    netns = env.pod("pdhcp", {"name": "vmnet", "interface": "net0", "dhcp": True, "default_gateway": False},
                     {"name": "net2", "interface": "net1", "default_gateway": True})
     code, added, err = env.cni("ADD", "pdhcp", netns, "ctr-dhcp")
     assert code == 0, (added, err, env.log_text())
@@ -720,6 +720,22 @@ def test_an_interface_configured_by_dhcp_gets_its_mac_and_takes_its_address_from
     env.node.wait_hv()
     lease = udhcpc(netns, ifname="net0")
     assert lease is not None and lease["ip"] == entry["ip_address"].split("/")[0], lease
-    assert lease["mtu"] == "1400" and lease["router"] == "172.16.60.1"
+    # default_gateway: false: its DHCP gives no router (net1 carries the default route)
+    assert lease["mtu"] == "1400" and "router" not in lease
     code, out, _err = env.cni("DEL", "pdhcp", netns, "ctr-dhcp")
+    assert code == 0, out
+
+
+def test_a_pod_whose_interfaces_all_take_their_address_inside_starts_and_checks(env):
+    netns = env.pod("pguest", {"name": "vmnet", "interface": "net0", "dhcp": True})
+    code, added, err = env.cni("ADD", "pguest", netns, "ctr-guest")
+    assert code == 0, (added, err, env.log_text())
+    entry = json.loads(env.api.pod("default", "pguest")["metadata"]["annotations"]["ovnIfaceList"])[0]
+    # the runtime's IP: the address the guest is given, without an index
+    assert added["ips"] == [{"address": entry["ip_address"], "gateway": "172.16.60.1"}]
+    assert [a for a in json.loads(ip("ip", "-j", "addr", "show", "net0", netns=netns).stdout)[0]["addr_info"]
+            if a["family"] == "inet"] == []
+    code, out, _err = env.cni("CHECK", "pguest", netns, "ctr-guest", prevResult=added)
+    assert code == 0, out
+    code, out, _err = env.cni("DEL", "pguest", netns, "ctr-guest")
     assert code == 0, out

@@ -269,3 +269,39 @@ def test_a_pod_s_own_routes_and_default_route_get_its_port_a_row_of_its_own(nb, 
     vm_pod(nb, "last", routes=[{"dst": "10.97.0.0/16"}])
     declare(nb, dict(NET, dhcp={"enabled": False}))
     assert sandbox.rows("nb", "DHCP_Options") == []
+
+
+def test_an_option_the_network_no_longer_sets_goes(nb, sandbox):
+    """The rows' options are replaced whole: from stateless to stateful
+    DHCPv6 the row loses dhcpv6_stateless (else OVN would answer no
+    address while the advertisement says managed), and routes, DNS, domain
+    and MTU dropped from the network leave its DHCPv4 row."""
+    declare(nb, dict(NET, dhcp={"ipv6_address_mode": "dhcpv6_stateless", "domain": "lab.example"}))
+    assert dhcp_rows(sandbox)["fd00:60::/64"]["options"]["dhcpv6_stateless"] == "true"
+    declare(nb, dict(NET, dhcp={"ipv6_address_mode": "dhcpv6_stateful"}))
+    assert "dhcpv6_stateless" not in dhcp_rows(sandbox)["fd00:60::/64"]["options"]
+    declare(nb, {"name": "vmnet", "subnet": "10.60.0.0/24", "subnet6": "fd00:60::/64", "routes": [], "dns": [],
+                 "dhcp": {}}, state="replaced")
+    assert dhcp_rows(sandbox)["10.60.0.0/24"]["options"] == {
+        "server_id": "10.60.0.1", "server_mac": addressing.mac_from_name("rtos-vmnet"), "router": "10.60.0.1",
+        "lease_time": "3600"}
+    # and the audit finds a key added by hand
+    sandbox.nbctl("set", "DHCP_Options", dhcp_rows(sandbox)["10.60.0.0/24"]["_uuid"], "options:ntp_server=10.60.0.9")
+    nb.wait_for(lambda idl: any("ntp_server" in r.options for r in idl.tables["DHCP_Options"].rows.values()), 10)
+    findings = nb.read(lambda idl: audit.audit_networks(View(idl)))
+    assert [f["class"] for f in findings] == ["network_drift"] and "ntp_server" in findings[0]["message"]
+
+
+def test_a_port_made_again_under_its_name_takes_the_place_of_the_row_left_behind(nb, sandbox):
+    declare(nb, NET)
+    first = vm_pod(nb, "vm", routes=[{"dst": "10.99.0.0/16"}])
+    sandbox.nbctl("lsp-del", first.port_name("net0"))        # by hand: its row stays
+    nb.wait_for(lambda idl: all(r.name != first.port_name("net0")
+                                for r in idl.tables["Logical_Switch_Port"].rows.values()), 10)
+    vm_pod(nb, "vm", routes=[{"dst": "10.98.0.0/16"}])
+    rows = [r for r in sandbox.rows("nb", "DHCP_Options") if "ovn4nfv-dhcp-port" in r["external_ids"]]
+    assert len(rows) == 1 and "10.98.0.0/16" in rows[0]["options"]["classless_static_route"]
+    assert port(sandbox, first.port_name("net0"))["dhcpv4_options"] == rows[0]["_uuid"]
+    assert not declare(nb, NET).changed
+    declare(nb, {"name": "vmnet"}, state="deleted", force=True)
+    assert sandbox.rows("nb", "DHCP_Options") == []

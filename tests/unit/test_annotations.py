@@ -140,3 +140,12 @@ def test_a_dhcp_interface_s_own_routes_and_default_route_are_kept_for_its_dhcp()
     with pytest.raises(ValidationError) as err:
         ann.parse_requests({ann.OVN_NETWORK: json.dumps([net(dhcp="maybe")])})
     assert "ovnNetwork[0].dhcp: 'maybe' is not true or false" in str(err.value)
+
+
+def test_a_dhcp_interface_counts_as_a_default_route_unless_it_says_false():
+    two = [net(default_gateway=True), net(interface="net1", name="vmnet", dhcp=True)]
+    with pytest.raises(ValidationError) as err:
+        ann.parse_requests({ann.OVN_NETWORK: json.dumps(two)})
+    assert "more than one default route (ovnNetwork[0].default_gateway, ovnNetwork[1].dhcp)" in str(err.value)
+    two[1]["default_gateway"] = False
+    assert [r.dhcp for r in ann.parse_requests({ann.OVN_NETWORK: json.dumps(two)})[1]] == [False, True]

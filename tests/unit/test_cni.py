@@ -72,3 +72,13 @@ def test_an_interface_configured_by_dhcp_is_listed_without_an_address():
     assert [i["name"] for i in out["interfaces"]] == ["net0", "net1"]
     assert out["ips"] == [{"address": "172.16.2.10/24", "gateway": "172.16.2.1"}]
     assert out["routes"] == [{"dst": "0.0.0.0/0", "gw": "172.16.2.1"}]
+
+
+def test_a_pod_of_dhcp_interfaces_only_gives_the_runtime_its_guest_s_address():
+    """containerd refuses a sandbox without an address for CNI_IFNAME: a VM's
+    launcher whose interfaces all take their address inside still starts,
+    with the first one's address (the one its guest is given), unindexed."""
+    guests = [dict(e, dhcp=True, routes=[], default_gateway=False) for e in ENTRIES]
+    out = cni.result("1.0.0", guests, "/x", ifname="eth0")
+    assert out["ips"] == [{"address": "172.16.1.10/24", "gateway": "172.16.1.1"}] and out["routes"] == []
+    assert cni.result("1.0.0", guests, "/x")["ips"] == [], "per attachment (Multus): no address to report"

@@ -68,7 +68,9 @@ class InterfaceRequest:
         # configured inside the pod (a VM's guest, a DHCP client) by its
         # network's DHCP: the CNI plugin writes no address or route
         self.dhcp = dhcp
+        # whether the request said default_gateway (true or false) at all
         self.default_given = default_gateway
+
     def __repr__(self):
         return "InterfaceRequest(%s, %s, ip=%s, mac=%s)" % (self.network, self.interface, self.ip,
                                                             self.mac)
@@ -207,6 +209,10 @@ def _check_default_routes(requests, source):
     on the node ("File exists")."""
     for version, everything in ((4, "0.0.0.0/0"), (6, "::/0")):
         holders = [r.where + ".default_gateway" for r in requests if r.default_gateway and version == 4]
+        # an interface configured by DHCP carries its network's default route
+        # unless its request says default_gateway: false
+        holders += [r.where + ".dhcp" for r in requests
+                    if r.dhcp and not r.default_given and not r.default_gateway and version == 4]
         for request in requests:
             holders += [f + ".dst" for route, f in zip(request.routes, request.route_fields)
                         if route["dst"] == everything]

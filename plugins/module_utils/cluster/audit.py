@@ -284,17 +284,19 @@ def plan_repair(nb, findings, pods=()):
                 batch.add(plan_pod(nb, identity, pinned(nb, identity, requests, pod["annotations"])))
         except ValidationError:
             continue        # the addresses were taken meanwhile: the finding stays, and says so
-    uids = sorted(set(row.external_ids.get(K_UID) for row in _ports(nb)
-                      if any(f["class"] == LEAKED and row.name in f["objects"] for f in findings)))
-    for uid in uids:
-        for plan_ in plan_delete(nb, uid).plans:
-            batch.add(plan_)
+    # drifted networks first: their plans may update a leaked port (its DHCP
+    # reference) that the leak's plan then deletes, never the other way round
     drifted = set(name for f in findings if f["class"] == DRIFT and f["repair"] for name in f["objects"])
     for row in _owned_networks(nb):
         if row.name in drifted:
             plan_, _why = _drift_plan(nb, row)
             for resource_plan in (plan_.batch.plans if plan_ is not None else []):
                 batch.add(resource_plan)
+    uids = sorted(set(row.external_ids.get(K_UID) for row in _ports(nb)
+                      if any(f["class"] == LEAKED and row.name in f["objects"] for f in findings)))
+    for uid in uids:
+        for plan_ in plan_delete(nb, uid).plans:
+            batch.add(plan_)
     for resource_plan in policy_audit.plan_policy_repair(nb, findings).plans:
         batch.add(resource_plan)
     return batch

@@ -209,26 +209,41 @@ def owned_rows(view, name):
 
 
 def port_rows(view, name):
-    """``{port name: row}`` of the rows made for the ports of network ``name``."""
-    return dict((cell(row, "external_ids")[K_DHCP_PORT], row) for row in _owned(view, name)
-                if cell(row, "external_ids").get(K_DHCP_PORT) is not None)
+    """``{port name: [rows]}`` of the rows made for the ports of network
+    ``name`` (one each, unless a port deleted by hand left one behind and
+    a new port of its name was made)."""
+    out = {}
+    for row in _owned(view, name):
+        port = cell(row, "external_ids").get(K_DHCP_PORT)
+        if port is not None:
+            out.setdefault(port, []).append(row)
+    return dict((port, sorted(rows, key=lambda r: str(r.uuid))) for port, rows in out.items())
 
 
-def all_keys(view, name):
-    """The identities of every row of network ``name``, its ports' too:
-    what deleting the network deletes."""
-    return [{"network": name, "cidr": cell(row, "cidr"), "port": cell(row, "external_ids").get(K_DHCP_PORT)}
-            for row in sorted(_owned(view, name), key=lambda r: (cell(r, "cidr"), str(cell(r, "external_ids"))))]
+def network_keys(view, name):
+    """The identities of network ``name``'s own rows: what deleting the
+    network deletes through the resource (its ports' rows go by
+    :func:`plan_drop_ports`)."""
+    return [{"network": name, "cidr": cidr} for cidr in sorted(owned_rows(view, name))]
 
 
 def stale_keys(view, network):
-    """Identities of the network's rows it no longer wants (DHCP turned
-    off: its ports' too; a subnet moved): for ``deleted``."""
-    if network.dhcp is None:
-        return all_keys(view, network.name)
+    """Identities of the network's own rows it no longer wants (DHCP
+    turned off, a subnet moved): for ``deleted``."""
     wanted = set(item["cidr"] for item in items(network))
     return [{"network": network.name, "cidr": cidr} for cidr in sorted(owned_rows(view, network.name))
             if cidr not in wanted]
+
+
+def plan_drop_ports(view, names):
+    """A :class:`Plan` deleting the rows made for the ports of the networks
+    ``names`` (DHCP turned off, or the network deleted)."""
+    result = Plan(_Attachments(), "deleted")
+    for name in names:
+        for port, rows in sorted(port_rows(view, name).items()):
+            result.changes.append(Change("delete", "dhcp_options of port %s" % port, None, None,
+                                         [Op("delete", TABLE, row) for row in rows]))
+    return result
 
 
 def targets(view, network, ops=()):
@@ -281,6 +296,11 @@ def plan_attachments(view, networks, ops):
             # without DHCP costs nothing here
             ports = []
         own = port_rows(view, network.name) if network.dhcp is not None else {}
+        for name, rows in sorted(own.items()):
+            if len(rows) > 1:       # one a port deleted by hand left, and its successor's
+                result.changes.append(Change("delete", "dhcp_options of port %s" % name, None, None,
+                                             [Op("delete", TABLE, row) for row in rows[1:]]))
+        own = dict((name, rows[0]) for name, rows in own.items())
         for port in sorted(ports, key=lambda p: cell(p, "name")):
             if cell(port, "type") not in ("", None):
                 continue        # the router's port, a localnet: OVN answers no DHCP there
@@ -319,13 +339,15 @@ def plan_attachments(view, networks, ops):
 
 def port_row_ops(view, network, port, override):
     """``(ops, row)``: the insert of port ``port``'s own row (a
-    :class:`NewRow`), for a new port whose pod asked ``override``."""
+    :class:`NewRow`), for a new port whose pod asked ``override``; a row
+    an earlier port of that name left (deleted by hand) goes."""
     item = port_item(network, port, override)
     values = {"cidr": item["cidr"], "options": item["options"],
               "external_ids": {OWNER_KEY: OWNER_VALUE, NETWORK_KEY: network.name, K_DHCP_PORT: port,
                                K_DHCP_OVERRIDE: item["override"]}}
     row = view.new_row(TABLE, values)
-    return [Op("insert", TABLE, row, value=values)], row
+    left = port_rows(view, network.name).get(port, [])
+    return [Op("delete", TABLE, old) for old in left] + [Op("insert", TABLE, row, value=values)], row
 
 
 def plan_forget(view, ports):

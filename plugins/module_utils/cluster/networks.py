@@ -141,7 +141,6 @@ class Network:
                                  "addresses": ["router"],
                                  "options": {"router-port": self.router_port},
                                  "external_ids": mark}],
-            DHCPOptions: dhcp_service.items(self),
         }
 
     def ovn_keys(self):
@@ -458,15 +457,24 @@ class Networks(CompositeKind):
         for name in deleting:
             keys = current[name].network.ovn_keys() if ovn else {Bridge: [{"name": current[name].network.bridge}]}
             if ovn:
-                keys[DHCPOptions] = dhcp_service.all_keys(view, name)
+                keys[DHCPOptions] = dhcp_service.network_keys(view, name)
             for resource_class, objs in keys.items():
                 deletes.setdefault(resource_class, []).extend(objs)
         if ovn:
             subnets = dict((n, net.subnet) for n, net in after.items())
             result.batch = build_batch(view, upserts, deletes, topology, subnets, gateways)
+            # the network's DHCP rows as they should be, options whole: a key
+            # the network no longer sets (dhcpv6_stateless, a route) goes
+            rows = [item for n in declared for item in dhcp_service.items(after[n])]
+            if rows:
+                result.batch.add(plan(DHCPOptions(), validate_config(DHCPOptions(), rows, "replaced"), "replaced", view))
             attachments = dhcp_service.plan_attachments(view, [after[n] for n in declared], result.batch.ops)
             if attachments.changed:
                 result.batch.add(attachments)
+            dropped = dhcp_service.plan_drop_ports(view, sorted(deleting) + [
+                n for n in declared if after[n].dhcp is None])
+            if dropped.changed:
+                result.batch.add(dropped)
         else:
             for state_, table in (("merged", upserts), ("deleted", deletes)):
                 if table.get(Bridge):

@@ -414,9 +414,11 @@ def pinned(view, pod, requests, found):
                 continue
             ip, prefix = addressing.parse_ip_prefix(entry.get("ip_address"), "ovnIfaceList.ip_address")
             mac = addressing.parse_mac(entry.get("mac_address"), "ovnIfaceList.mac_address")
-            out.append(annotations.InterfaceRequest(
+            held = annotations.InterfaceRequest(
                 request.network, request.interface, ip, mac, request.default_gateway, request.routes,
-                request.where, request.provider, request.ipam, prefix))
+                request.where, request.provider, request.ipam, prefix, request.dhcp)
+            held.default_given = request.default_given      # what its DHCP gives (dhcp.override_of)
+            out.append(held)
         return out
     except (ValueError, TypeError, AttributeError, ValidationError):
         return list(requests)

@@ -93,13 +93,15 @@ class PodTruth:
         # else the pod's first that holds one (where cni.result puts it, for
         # the runtime)
         inside = [i for i in interfaces if i.get("sandbox")]
-        addressed = [i for i in inside if i.get("name") not in set(e["interface"] for e in entries if e.get("dhcp"))]
+        guests = set(e["interface"] for e in entries if e.get("dhcp"))
+        addressed = [i for i in inside if i.get("name") not in guests]
         unindexed = next((i for i in inside if i.get("name") == request["ifname"]),
                          addressed[0] if addressed else None)
         for item in previous.get("ips", []):
             index = item.get("interface")
             target = unindexed if index is None else interfaces[index] if interfaces[index].get("sandbox") else None
-            if target is not None:
+            # an address its guest holds (cni.result gives it for a pod of guests' interfaces only)
+            if target is not None and target.get("name") not in guests:
                 wanted.append((target.get("name"), target.get("mac"), item.get("address")))
 
         def check(pod_ns):
