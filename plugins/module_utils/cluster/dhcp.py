@@ -99,6 +99,11 @@ def server_mac(network):
     return addressing.mac_from_name(network.router_port)
 
 
+def _dns(network, version):
+    """The network's DNS servers of one IP version."""
+    return [d for d in network.dns if addressing.parse_ip(d, "dns").version == version]
+
+
 def _set(values):
     return "{%s}" % ", ".join(values)
 
@@ -123,7 +128,7 @@ def options_v4(network, override=None):
                "lease_time": str(network.dhcp["lease_time"])}
     if network.mtu:
         options["mtu"] = str(network.mtu)
-    dns = [d for d in network.dns if addressing.parse_ip(d, "dns").version == 4]
+    dns = _dns(network, 4)
     if dns:
         options["dns_server"] = _set(dns)
     if network.dhcp.get("domain"):
@@ -153,7 +158,7 @@ def options_v6(network):
     options = {"server_id": server_mac(network)}
     if network.dhcp["ipv6_address_mode"] == "dhcpv6_stateless":
         options["dhcpv6_stateless"] = "true"
-    dns = [d for d in network.dns if addressing.parse_ip(d, "dns").version == 6]
+    dns = _dns(network, 6)
     if dns:
         options["dns_server"] = _set(dns)
     if network.dhcp.get("domain"):
@@ -169,7 +174,7 @@ def ra_configs(network):
     out = {"address_mode": network.dhcp["ipv6_address_mode"], "send_periodic": "true"}
     if network.mtu:
         out["mtu"] = str(network.mtu)
-    dns = [d for d in network.dns if addressing.parse_ip(d, "dns").version == 6]
+    dns = _dns(network, 6)
     if dns:
         out["rdnss"] = dns[0]
     if network.dhcp.get("domain"):
@@ -241,8 +246,7 @@ def plan_drop_ports(view, names):
     result = Plan(_Attachments(), "deleted")
     for name in names:
         for port, rows in sorted(port_rows(view, name).items()):
-            result.changes.append(Change("delete", "dhcp_options of port %s" % port, None, None,
-                                         [Op("delete", TABLE, row) for row in rows]))
+            result.changes.append(_dropped(port, rows))
     return result
 
 
@@ -274,6 +278,11 @@ def _refs(rows):
     return [r.uuid_name if isinstance(r, NewRow) else r.uuid for r in rows]
 
 
+def _dropped(port, rows):
+    """The :class:`Change` that deletes ``rows``, made for ``port``."""
+    return Change("delete", "dhcp_options of port %s" % port, None, None, [Op("delete", TABLE, row) for row in rows])
+
+
 class _Attachments:
     """What :func:`plan_attachments` reports as (``operations`` lines)."""
 
@@ -298,8 +307,7 @@ def plan_attachments(view, networks, ops):
         own = port_rows(view, network.name) if network.dhcp is not None else {}
         for name, rows in sorted(own.items()):
             if len(rows) > 1:       # one a port deleted by hand left, and its successor's
-                result.changes.append(Change("delete", "dhcp_options of port %s" % name, None, None,
-                                             [Op("delete", TABLE, row) for row in rows[1:]]))
+                result.changes.append(_dropped(name, rows[1:]))
         own = dict((name, rows[0]) for name, rows in own.items())
         for port in sorted(ports, key=lambda p: cell(p, "name")):
             if cell(port, "type") not in ("", None):
@@ -323,8 +331,7 @@ def plan_attachments(view, networks, ops):
                                              {"network": network.name}, port_changes))
         for name, row in sorted(own.items()):
             # its port is gone (deleted by hand, or while the watcher was away)
-            result.changes.append(Change("delete", "dhcp_options of port %s" % name, None, None,
-                                         [Op("delete", TABLE, row)]))
+            result.changes.append(_dropped(name, [row]))
         # the network's router port, made in this batch or before
         router_port = view.lookup("Logical_Router_Port", network.router_port)
         if router_port is not None and not isinstance(router_port, list):
@@ -357,6 +364,5 @@ def plan_forget(view, ports):
     for row in view.rows(TABLE):
         port = cell(row, "external_ids").get(K_DHCP_PORT)
         if port in going and cell(row, "external_ids").get(OWNER_KEY) == OWNER_VALUE:
-            result.changes.append(Change("delete", "dhcp_options of port %s" % port, None, None,
-                                         [Op("delete", TABLE, row)]))
+            result.changes.append(_dropped(port, [row]))
     return result

@@ -199,8 +199,9 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
             texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], port_security_of(mac, ips)
         item = {"name": name, "switch": network.name, "addresses": texts,
                 "external_ids": pod.marks(request.interface)}
-        if dhcp.override_of(request) is not None:
-            overrides[name] = dhcp.override_of(request)
+        override = dhcp.override_of(request)
+        if override is not None:
+            overrides[name] = override
         if security:
             item["port_security"] = security
         items.append(item)
