@@ -739,3 +739,30 @@ def test_a_pod_whose_interfaces_all_take_their_address_inside_starts_and_checks(
     assert code == 0, out
     code, out, _err = env.cni("DEL", "pguest", netns, "ctr-guest")
     assert code == 0, out
+
+
+def test_a_vm_s_launchers_attach_the_vm_s_port_one_after_another(env):
+    """A KubeVirt launcher's interface is the VM's port (iface-id), bound
+    by OVN on this node; a new launcher of the same VM, after the first
+    is gone, attaches the same port with the same MAC and IP."""
+    vmi_uid = "7c0c7a3e-0000-4000-8000-000000000001"
+    labels = {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmi_uid}
+    owners = [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": "vm1", "uid": vmi_uid,
+               "controller": True}]
+    request = {"name": "vmnet", "interface": "net0", "dhcp": True}
+    told = []
+    env.node.wait_hv()
+    for attempt, name in enumerate(("virt-launcher-vm1-a", "virt-launcher-vm1-b")):
+        netns, patch = env.watcher_ran(env.create_pod(name, request, labels=labels, owners=owners), request)
+        env.api.set_annotations("default", name, patch)
+        code, added, err = env.cni("ADD", name, netns, "ctr-vm-%d" % attempt)
+        assert code == 0, (added, err, env.log_text())
+        [iface] = [i for i in env.node.box.rows("ovs", "Interface") if i["external_ids"].get("iface-id")
+                   == "default_vm:vm1_net0"]
+        assert iface["external_ids"]["ovn4nfv-pod-uid"] == env.api.pod("default", name)["metadata"]["uid"]
+        [binding] = [b for b in env.node.box.rows("sb", "Port_Binding") if b["logical_port"] == "default_vm:vm1_net0"]
+        assert binding["chassis"], "OVN bound the VM's port on this node"
+        told.append(json.loads(patch["ovnIfaceList"])[0])
+        code, out, _err = env.cni("DEL", name, netns, "ctr-vm-%d" % attempt)
+        assert code == 0, out
+    assert (told[0]["mac_address"], told[0]["ip_address"]) == (told[1]["mac_address"], told[1]["ip_address"])

@@ -15,6 +15,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotat
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import vms
 from tests.harness import collection
 from tests.harness.cni_runtime import call, install_plugin, runtime_args
 from tests.harness.dataplane import Node, ip
@@ -144,19 +145,19 @@ class Env:
         obj = self.create_pod(name, *requests)
         return self.watcher_ran(obj, *requests, ipam=ipam)
 
-    def create_pod(self, name, *requests, annotations=None):
+    def create_pod(self, name, *requests, annotations=None, labels=None, owners=None):
         """The pod object alone, asking for ``requests``, and its network
         namespace; ``annotations`` are on it from the start (its owner
-        wrote them, say)."""
+        wrote them, say); ``labels`` and ``owners`` (ownerReferences) too."""
         self.node._add_ns("o4n-%s-%s" % (self.node.tag, name))
         return self.api.create_pod("default", name, dict(annotations or {}, **{
-            ann.OVN_NETWORK: json.dumps(list(requests))}))
+            ann.OVN_NETWORK: json.dumps(list(requests))}), labels=labels, owners=owners)
 
     def watcher_ran(self, obj, *requests, ipam=None):
         """What the watcher does for ``obj``: its ports in OVN, with the
         core functions; ``(netns path, annotations to write)``."""
         name = obj["metadata"]["name"]
-        owner = pod_ports.Pod("default", name, obj["metadata"]["uid"])
+        owner = vms.owner_of(obj["metadata"])     # the pod, or the VM it launches
         parsed = ann.parse_requests({ann.OVN_NETWORK: json.dumps(list(requests))})[1]
         for interface, provider, network, static in ipam or []:
             selection = {"name": provider.split(".")[0], "namespace": "default", "interface": interface,

@@ -42,7 +42,16 @@ resources the watcher uses, and nothing more:
   every change of ``spec`` only; there is no status;
 * nodes (cluster-scoped): list, get, create (as each kubelet registers its
   node, with the ``kubernetes.io/hostname`` label and the node's
-  addresses), delete.
+  addresses), delete;
+* KubeVirt's virtualmachines and virtualmachineinstances
+  (``kubevirt.io/v1``, CRDs): list (all namespaces or one), watch, get,
+  create (201, 409), merge patch of the object and of its ``status``
+  subresource, delete -- which, as the API server's garbage collector does
+  for a background deletion, deletes what the object controls (an
+  ownerReference with ``controller: true`` to its UID): a VM its VMI, a
+  VMI its launcher pods. Nothing else of KubeVirt runs: tests and the lab
+  do what virt-controller would (the VMI's ``status.activePods``, a
+  migration's target pod).
 
 Tests drive it in-process: :meth:`KubeAPIStandIn.create_pod`,
 :meth:`delete_pod`, :meth:`set_labels` (a pod's), :meth:`create_namespace`,
@@ -106,7 +115,8 @@ _SLICE = re.compile(r"^/apis/discovery.k8s.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                     r"/endpointslices(?:/(?P<name>[^/]+))?$")
 API_VERSIONS = {"EndpointSlice": "discovery.k8s.io/v1",
                 "NetworkAttachmentDefinition": "k8s.cni.cncf.io/v1",
-                "MultiNetworkPolicy": "k8s.cni.cncf.io/v1beta1"}
+                "MultiNetworkPolicy": "k8s.cni.cncf.io/v1beta1",
+                "VirtualMachine": "kubevirt.io/v1", "VirtualMachineInstance": "kubevirt.io/v1"}
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 # The API server parses booleans with Go's strconv.ParseBool; older Python
 # clients (Debian 12's 22.6) send "True".
@@ -116,11 +126,17 @@ _NAD = re.compile(r"^/apis/k8s.cni.cncf.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                   r"/network-attachment-definitions(?:/(?P<name>[^/]+))?$")
 _POLICY = re.compile(r"^/apis/k8s.cni.cncf.io/v1beta1(?:/namespaces/(?P<ns>[^/]+))?"
                      r"/multi-networkpolicies(?:/(?P<name>[^/]+))?$")
+_VM = re.compile(r"^/apis/kubevirt.io/v1(?:/namespaces/(?P<ns>[^/]+))?/virtualmachines(?:/(?P<name>[^/]+))?"
+                 r"(?P<status>/status)?$")
+_VMI = re.compile(r"^/apis/kubevirt.io/v1(?:/namespaces/(?P<ns>[^/]+))?/virtualmachineinstances"
+                  r"(?:/(?P<name>[^/]+))?(?P<status>/status)?$")
 # What a 404 names, as the real server does: the resource (and its group).
 _RESOURCE_NAMES = {"Pod": "pods", "Service": "services", "Node": "nodes", "Namespace": "namespaces",
                    "EndpointSlice": "endpointslices.discovery.k8s.io",
                    "NetworkAttachmentDefinition": "network-attachment-definitions.k8s.cni.cncf.io",
-                   "MultiNetworkPolicy": "multi-networkpolicies.k8s.cni.cncf.io"}
+                   "MultiNetworkPolicy": "multi-networkpolicies.k8s.cni.cncf.io",
+                   "VirtualMachine": "virtualmachines.kubevirt.io",
+                   "VirtualMachineInstance": "virtualmachineinstances.kubevirt.io"}
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # The MultiNetworkPolicy CRD's structural schema (k8snetworkplumbingwg/
@@ -382,6 +398,8 @@ class KubeAPIStandIn:
         self.nodes = {}              # (None, name) -> object
         self.namespace_objects = {}  # (None, name) -> Namespace
         self.policies = {}           # (ns, name) -> MultiNetworkPolicy
+        self.vms = {}                # (ns, name) -> VirtualMachine (kubevirt.io/v1)
+        self.vmis = {}               # (ns, name) -> VirtualMachineInstance
         self.next_cluster_ip = 10
         self.events = []
         self.history = []            # (rv, event type, object) for watches
@@ -563,9 +581,10 @@ class KubeAPIStandIn:
         self.history.append((self.rv, kind, copy.deepcopy(obj)))
         self.lock.notify_all()
 
-    def create_pod(self, namespace, name, annotations=None, node="node1", labels=None, ports=None):
+    def create_pod(self, namespace, name, annotations=None, node="node1", labels=None, ports=None, owners=None):
         """A pending pod; ``ports``: its container's ports, as
-        ``[{"name": ..., "containerPort": ...}]``."""
+        ``[{"name": ..., "containerPort": ...}]``; ``owners``, its
+        ``metadata.ownerReferences``."""
         container = {"name": "c", "image": "standin"}
         if ports:
             container["ports"] = [dict({"protocol": "TCP"}, **p) for p in ports]
@@ -575,6 +594,8 @@ class KubeAPIStandIn:
                             "creationTimestamp": _now()},
                "spec": {"nodeName": node, "containers": [container]},
                "status": {"phase": "Pending"}}
+        if owners:
+            pod["metadata"]["ownerReferences"] = copy.deepcopy(owners)
         with self.lock:
             self._ensure_namespace(namespace)
             self.pods[(namespace, name)] = pod
@@ -754,7 +775,7 @@ class KubeAPIStandIn:
             namespace["status"]["phase"] = "Terminating"
             self._bump("MODIFIED", namespace)
             terminating = copy.deepcopy(namespace)
-            for store in (self.pods, self.services, self.slices, self.nads, self.policies):
+            for store in (self.pods, self.services, self.slices, self.nads, self.policies, self.vms, self.vmis):
                 for key in sorted(k for k in store if k[0] == name):
                     self._bump("DELETED", store.pop(key))
             del self.namespace_objects[(None, name)]
@@ -855,6 +876,64 @@ class KubeAPIStandIn:
             policy = self.policies.pop((namespace, name))
             self._bump("DELETED", policy)
             return copy.deepcopy(policy)
+
+    # -- KubeVirt (kubevirt.io/v1) ---------------------------------------------
+    def _kubevirt_store(self, kind):
+        return self.vms if kind == "VirtualMachine" else self.vmis
+
+    def create_kubevirt(self, kind, namespace, body):
+        """Create a VirtualMachine or VirtualMachineInstance from ``body``
+        (its metadata and spec, and status as a controller would set it);
+        KeyError when it exists. Returns it."""
+        meta = dict(_client_meta(body.get("metadata")), name=(body.get("metadata") or {}).get("name"),
+                    namespace=namespace, uid=str(uuid.uuid4()), creationTimestamp=_now())
+        obj = {"apiVersion": "kubevirt.io/v1", "kind": kind, "metadata": meta,
+               "spec": copy.deepcopy(body.get("spec") or {}), "status": copy.deepcopy(body.get("status") or {})}
+        with self.lock:
+            store = self._kubevirt_store(kind)
+            if (namespace, meta["name"]) in store:
+                raise KeyError('%s "%s" already exists' % (_RESOURCE_NAMES[kind], meta["name"]))
+            self._ensure_namespace(namespace)
+            store[(namespace, meta["name"])] = obj
+            self._bump("ADDED", obj)
+            return copy.deepcopy(obj)
+
+    def patch_kubevirt(self, kind, namespace, name, patch, status=False):
+        """A merge patch of a VM or VMI, or of its status subresource
+        (``status``: only ``status`` changes). KeyError when there is none."""
+        with self.lock:
+            store = self._kubevirt_store(kind)
+            obj = store[(namespace, name)]
+            if status:
+                merged = dict(obj, status=merge_patch(obj.get("status"), (patch or {}).get("status") or {}))
+            else:
+                merged = merge_patch(obj, dict(patch or {}, status=None))
+                merged["status"] = obj.get("status") or {}
+                merged["metadata"].update(uid=obj["metadata"]["uid"], name=name, namespace=namespace)
+            if merged != obj:
+                store[(namespace, name)] = merged
+                self._bump("MODIFIED", merged)
+            return copy.deepcopy(merged)
+
+    def delete_kubevirt(self, kind, namespace, name):
+        """Delete a VM or VMI, and, as the garbage collector does, what it
+        controls: a VM's VMI, a VMI's pods. Returns it; KeyError when there
+        is none."""
+        with self.lock:
+            obj = self._kubevirt_store(kind).pop((namespace, name))
+            self._bump("DELETED", obj)
+            self._collect(namespace, obj["metadata"]["uid"])
+            return copy.deepcopy(obj)
+
+    def _collect(self, namespace, uid):
+        """(With the lock.) Delete what the object of ``uid`` controls."""
+        for kind, store in (("VirtualMachineInstance", self.vmis), ("Pod", self.pods)):
+            for key, obj in sorted(store.items()):
+                refs = obj["metadata"].get("ownerReferences") or []
+                if key[0] == namespace and any(r.get("uid") == uid and r.get("controller") for r in refs):
+                    del store[key]
+                    self._bump("DELETED", obj)
+                    self._collect(namespace, obj["metadata"]["uid"])
 
     def add_nad(self, namespace, name, config):
         nad = {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
@@ -1036,7 +1115,8 @@ def _handler(api):
             routes = ((_POD, api.pods, "Pod"), (_NAD, api.nads, "NetworkAttachmentDefinition"),
                       (_SERVICE, api.services, "Service"), (_SLICE, api.slices, "EndpointSlice"),
                       (_NODE, api.nodes, "Node"), (_NAMESPACE, api.namespace_objects, "Namespace"),
-                      (_POLICY, api.policies, "MultiNetworkPolicy"))
+                      (_POLICY, api.policies, "MultiNetworkPolicy"), (_VM, api.vms, "VirtualMachine"),
+                      (_VMI, api.vmis, "VirtualMachineInstance"))
             for pattern, store, kind in routes:
                 match = pattern.match(url.path)
                 if not match:
@@ -1146,6 +1226,15 @@ def _handler(api):
             query = dict((k, v[-1]) for k, v in parse_qs(urlparse(self.path).query).items())
             if _POLICY.match(path) or _NAMESPACE.match(path):
                 return self._patch_cluster_object(path, query, kind)
+            for pattern, what in ((_VM, "VirtualMachine"), (_VMI, "VirtualMachineInstance")):
+                match = pattern.match(path)
+                if match and match.group("ns") and match.group("name"):
+                    try:
+                        return self._send(200, api.patch_kubevirt(what, match.group("ns"), match.group("name"),
+                                                                  self._body(), status=bool(match.group("status"))))
+                    except KeyError:
+                        return self._send(404, _status(404, "NotFound", '%s "%s" not found' % (
+                            _RESOURCE_NAMES[what], match.group("name"))))
             status = _POD_STATUS.match(path)
             if status:
                 try:
@@ -1227,7 +1316,10 @@ def _handler(api):
                     (_SLICE, api.slices, api.delete_endpointslice, "EndpointSlice"),
                     (_NODE, api.nodes, api.delete_node, "Node"),
                     (_NAMESPACE, api.namespace_objects, lambda _ns, name: api.delete_namespace(name), "Namespace"),
-                    (_POLICY, api.policies, api.delete_policy, "MultiNetworkPolicy")):
+                    (_POLICY, api.policies, api.delete_policy, "MultiNetworkPolicy"),
+                    (_VM, api.vms, lambda ns, name: api.delete_kubevirt("VirtualMachine", ns, name), "VirtualMachine"),
+                    (_VMI, api.vmis, lambda ns, name: api.delete_kubevirt("VirtualMachineInstance", ns, name),
+                     "VirtualMachineInstance")):
                 match = pattern.match(urlparse(self.path).path)
                 if match and (match.group("ns") or pattern in (_NODE, _NAMESPACE)) and match.group("name"):
                     key = (match.group("ns") or None, match.group("name"))
@@ -1269,7 +1361,8 @@ def _handler(api):
                 containers = (body.get("spec") or {}).get("containers") or [{}]
                 return self._send(201, api.create_pod(ns, name, meta.get("annotations"), node=node,
                                                       labels=meta.get("labels"),
-                                                      ports=containers[0].get("ports")))
+                                                      ports=containers[0].get("ports"),
+                                                      owners=meta.get("ownerReferences")))
             path = urlparse(self.path).path
             if _NAMESPACE.match(path) and not _NAMESPACE.match(path).group("name"):
                 return self._post_namespace()
@@ -1277,7 +1370,9 @@ def _handler(api):
             if match and match.group("ns") and not match.group("name"):
                 return self._post_policy(match.group("ns"))
             for pattern, create in ((_SERVICE, self._create_service), (_SLICE, self._create_slice),
-                                    (_NODE, self._create_node)):
+                                    (_NODE, self._create_node),
+                                    (_VM, lambda ns, body: api.create_kubevirt("VirtualMachine", ns, body)),
+                                    (_VMI, lambda ns, body: api.create_kubevirt("VirtualMachineInstance", ns, body))):
                 match = pattern.match(urlparse(self.path).path)
                 if match and (match.group("ns") or pattern is _NODE) and not match.group("name"):
                     body = self._body() or {}

@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import Pod
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.vms import vm_owner
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
@@ -66,7 +67,12 @@ def drifted(sandbox, api):
         pods.update(gone=Pod("default", "gone", "uid-gone"), twin=Pod("default", "twin", "uid-twin"))
         reconcile(LogicalSwitchPort(), [
             port("default_web_net0", "0a:00:00:00:01:14", "172.16.1.20", pods["web"]),
-            port("default_gone_net0", "0a:00:00:00:01:16", "172.16.1.22", pods["gone"])], "merged", db)
+            port("default_gone_net0", "0a:00:00:00:01:16", "172.16.1.22", pods["gone"]),
+            # a stopped VM's (its VirtualMachine is there, no launcher) and a deleted VM's
+            port("default_vm:stopped_net0", "0a:00:00:00:01:1a", "172.16.1.26", vm_owner("default", "stopped")),
+            port("default_vm:deleted_net0", "0a:00:00:00:01:1b", "172.16.1.27", vm_owner("default", "deleted"))],
+            "merged", db)
+    api.create_kubevirt("VirtualMachine", "default", {"metadata": {"name": "stopped"}, "spec": {"running": False}})
     # what the product would refuse to write, made by hand as drift is
     for name, mac, ip, pod in (("default_odd_net0", "0a:00:00:00:01:15", "10.9.9.9", pods["odd"]),
                                ("default_twin_net0", "0a:00:00:00:01:17", "172.16.1.20", pods["twin"])):
@@ -119,6 +125,7 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     assert r["first"]["northd_version"] == sb_global["options"]["northd_internal_version"]
     assert classes(r["first"]) == sorted([
         ("leaked_port", ("default_gone_net0",)), ("leaked_port", ("default_twin_net0",)),
+        ("leaked_port", ("default_vm:deleted_net0",)),
         ("missing_port", ("default_lost_net0",)), ("missing_port", ("default_told_net0",)),
         ("duplicate_ip", ("default_twin_net0", "default_web_net0")),
         ("address_outside_network", ("default_odd_net0",)), ("network_drift", ("net1",)),
@@ -129,6 +136,8 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     assert repairs["default_told_net0"] == "make the ports default_told_net0 with the addresses the pod was told"
     assert any(line.startswith("WARNING leaked_port: pod default/gone (uid uid-gone) is gone")
                for line in r["first"]["lines"])
+    assert "WARNING leaked_port: VM default/deleted is gone (no VirtualMachine, VMI or launcher pod), its ports are " \
+        "not (repair: delete the ports default_vm:deleted_net0)" in r["first"]["lines"]
 
     assert r["repair_check"]["changed"] is True
     assert sorted(r["repair_check"]["repaired"]) == sorted(r["repair"]["repaired"])
@@ -141,8 +150,8 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
     assert net1["other_config"].get("exclude_ips") == "172.16.1.1", "made as recorded: the gateway excluded"
     ports = dict((p["name"], p["addresses"]) for p in box.rows("nb", "Logical_Switch_Port")
                  if p["name"].startswith("default_"))
-    assert sorted(ports) == ["default_odd_net0", "default_told_net0", "default_web_net0"], \
-        "only the gone pods' ports were deleted, and told's was made again"
+    assert sorted(ports) == ["default_odd_net0", "default_told_net0", "default_vm:stopped_net0", "default_web_net0"], \
+        "only the gone pods' and VM's ports were deleted, and told's was made again"
     assert ports["default_told_net0"] == "0a:00:00:00:01:18 172.16.1.30", "with the addresses it was told"
     assert "delete chassis worker5" in r["repair"]["repaired"]
     assert sorted(c["name"] for c in box.rows("sb", "Chassis")) == ["node1"], "only the stale chassis went"
@@ -181,7 +190,7 @@ def test_network_audit_examples_run(drifted, api, collections_path, tmp_path):
     r, proc = run_playbook(collections_path, tasks)
     assert proc.returncode == 0, proc.stdout[-4000:]
     said = r["network_audit #1: Say it"]["msg"]
-    assert len(said) == 10 and any("leaked_port" in line for line in said)
+    assert len(said) == 11 and any("leaked_port" in line for line in said)
     assert r["network_audit #2: Mend what the product owns"]["changed"] is True
     node = r["network_audit #3: And on this node, against the northbound's ports"]
     assert node["changed"] is False and node["findings"] == [], "this OVS has no br-int"

@@ -33,7 +33,7 @@ from ..common.marks import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, NETWORK_KEY, 
 from ..ovsdb.execution import Batch, execute
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
-from . import annotations, multi_policies, networks as vn, policy_audit
+from . import annotations, multi_policies, networks as vn, policy_audit, vms
 from .pod_addresses import Pod, held_addresses, is_pod_port
 from .pod_ports import pinned, plan_delete, plan_pod
 from .topology import TABLES, role_of
@@ -62,10 +62,36 @@ def finding(kind, severity, layer, objects, message, repair=None):
 
 def pod_of(obj):
     """The audit's view of a pod object from the API: namespace, name, UID,
-    node and annotations."""
+    node and annotations, and who its ports belong to (``owner``: the
+    pod's own UID, or its VM's, :func:`.vms.owner_of`)."""
     meta = obj.get("metadata") or {}
+    owner = vms.owner_of(meta)
     return {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid"),
+            "owner": owner.uid, "port_owner": [owner.namespace, owner.name],
             "node": (obj.get("spec") or {}).get("nodeName"), "annotations": meta.get("annotations") or {}}
+
+
+def vm_of(obj):
+    """The audit's view of a KubeVirt VirtualMachine or VMI from the API
+    (``obj``; None: they could not be listed): what keeps its VM's ports
+    alive without a launcher. ``obj`` None stands for every VM."""
+    meta = (obj or {}).get("metadata") or {}
+    owner = vms.vm_owner(meta.get("namespace"), meta.get("name")) if obj is not None else None
+    return {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": None, "node": None,
+            "owner": owner.uid if owner else vms.VM_PREFIX, "annotations": {}, "vm": True}
+
+
+def _live(pods):
+    """``{owner UID: pod}`` of ``pods``, a pod before a VM's own entry, and
+    whether every VM is alive (they could not be listed)."""
+    live = {}
+    for pod in sorted(pods, key=lambda p: bool(p.get("vm"))):
+        live.setdefault(pod["owner"], pod)
+    return live, vms.VM_PREFIX in live
+
+
+def _identity(pod):
+    return Pod(pod["port_owner"][0], pod["port_owner"][1], pod["owner"])
 
 
 def _ports(nb):
@@ -79,25 +105,29 @@ def _switch_of(nb):
 def audit_pods(nb, pods):
     """Ports of pods that are gone, and requested interfaces with no port."""
     out = []
-    live = dict((p["uid"], p) for p in pods)
+    live, every_vm = _live(pods)
     leaked = {}
     for row in _ports(nb):
+        if every_vm and vms.vm_of(row.external_ids.get(K_POD)):
+            continue            # its VM cannot be looked up: never judged gone on a guess
         if row.external_ids.get(K_UID) not in live:
             leaked.setdefault(row.external_ids.get(K_UID), []).append(row)
     for uid, rows in sorted(leaked.items()):
         ids = rows[0].external_ids
+        vm = vms.vm_of(ids.get(K_POD))
         out.append(finding(LEAKED, "warning", "nb", [r.name for r in rows],
-                           "pod %s/%s (uid %s) is gone, its ports are not" % (
+                           "VM %s/%s is gone (no VirtualMachine, VMI or launcher pod), its ports are not" % (
+                               ids.get(K_NAMESPACE), vm) if vm else "pod %s/%s (uid %s) is gone, its ports are not" % (
                                ids.get(K_NAMESPACE), ids.get(K_POD), uid),
                            "delete the ports %s" % ", ".join(sorted(r.name for r in rows))))
     have = set((r.external_ids.get(K_UID), r.external_ids.get(K_INTERFACE)) for r in _ports(nb))
-    for pod in sorted(pods, key=lambda p: (p["namespace"], p["name"])):
+    for pod in sorted((p for p in pods if not p.get("vm")), key=lambda p: (p["namespace"], p["name"])):
         try:
             _source, requests = annotations.parse_requests(pod["annotations"])
         except ValidationError:
             continue            # refused, and said so in the pod's Events: not a drift
-        identity = Pod(pod["namespace"], pod["name"], pod["uid"])
-        missing = [r for r in requests if (pod["uid"], r.interface) not in have]
+        identity = _identity(pod)
+        missing = [r for r in requests if (pod["owner"], r.interface) not in have]
         if missing:
             names = [identity.port_name(r.interface) for r in missing]
             told = [r for r in pinned(nb, identity, missing, pod["annotations"]) if r.ip is not None]
@@ -211,7 +241,7 @@ def audit_bindings(nb, sb, pods):
         where = row.chassis[0] if isinstance(row.chassis, list) and row.chassis else row.chassis
         bound[row.logical_port] = chassis.get(where.name, (where.name,)) if where else None
     if pods is not None:
-        live = dict((p["uid"], p) for p in pods)
+        live, _every_vm = _live(pods)
         for row in _ports(nb):
             pod = live.get(row.external_ids.get(K_UID))
             if pod is None or not pod.get("node"):
@@ -275,8 +305,8 @@ def plan_repair(nb, findings, pods=()):
     (``pods``, the API's) with the addresses it was told."""
     batch = Batch()
     missing = set(name for f in findings if f["class"] == MISSING and f["repair"] for name in f["objects"])
-    for pod in sorted(pods or (), key=lambda p: (p["namespace"], p["name"])):
-        identity = Pod(pod["namespace"], pod["name"], pod["uid"])
+    for pod in sorted((p for p in pods or () if not p.get("vm")), key=lambda p: (p["namespace"], p["name"])):
+        identity = _identity(pod)
         try:
             requests = [r for r in annotations.parse_requests(pod["annotations"])[1]
                         if identity.port_name(r.interface) in missing]

@@ -21,7 +21,7 @@ import json
 from ..common.errors import Ovn4nfvError
 from ..ovsdb.connection import DEFAULT_NB_DB
 from ..ovsdb.task_databases import nb_and_sb, read_both
-from . import audit, raft
+from . import audit, raft, vms
 
 
 def api_pods_and_nodes(kubeconfig):
@@ -41,7 +41,27 @@ def api_pods_and_nodes(kubeconfig):
         if exc.status != 403:
             raise Ovn4nfvError("cannot list the nodes with %s: %s" % (kubeconfig, exc))
         nodes = None        # not granted (the watcher's audit ClusterRole): the stale chassis class is skipped
-    return [audit.pod_of(item) for item in listed.get("items", [])], nodes
+    return [audit.pod_of(item) for item in listed.get("items", [])] + _virtual_machines(
+        client.CustomObjectsApi(api.api_client), ApiException, kubeconfig), nodes
+
+
+def _virtual_machines(custom, api_exception, kubeconfig):
+    """The audit's view of every KubeVirt VirtualMachine and VMI
+    (:func:`.audit.vm_of`): none where the API serves no KubeVirt; one
+    standing for every VM where they may not be listed."""
+    out = []
+    for plural in ("virtualmachines", "virtualmachineinstances"):
+        try:
+            items = json.loads(custom.list_cluster_custom_object(
+                vms.GROUP, "v1", plural, _preload_content=False).data).get("items", [])
+        except api_exception as exc:
+            if exc.status == 404:
+                continue        # KubeVirt is not installed
+            if exc.status == 403:
+                return [audit.vm_of(None)]
+            raise Ovn4nfvError("cannot list the %s with %s: %s" % (plural, kubeconfig, exc))
+        out += [audit.vm_of(item) for item in items if isinstance(item, dict)]
+    return out
 
 
 def run_cluster_audit(params, check_mode=False):
@@ -67,6 +87,6 @@ def run_cluster_audit(params, check_mode=False):
         repairs += [(sb, audit.plan_sb_repair)] if sb is not None else []
         (findings, skipped, ports, mtus, northd), repair, left = audit.audit_and_mend(
             lambda: read_both(nb, sb, found), repairs, params["state"], write)
-    live_pods = sorted(pod["uid"] for pod in pods) if pods is not None else None
+    live_pods = sorted(pod["uid"] for pod in pods if not pod.get("vm")) if pods is not None else None
     return audit.audit_result(findings + members, skipped, ports, live_pods, repair, left + members,
                               dict(port_mtus=mtus, northd_version=northd))

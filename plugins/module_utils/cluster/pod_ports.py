@@ -22,7 +22,7 @@ from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
 from ..ovsdb.view import cell
 from ..resources.nb_switches import LogicalSwitchPort
-from . import annotations, dhcp, multi_policies, networks as vn, remote_mirrors
+from . import annotations, dhcp, multi_policies, networks as vn, remote_mirrors, vms
 from .pod_addresses import (
     Pod, allocate, held_addresses, scan_holder,
     free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
@@ -60,6 +60,8 @@ def _network(view, name):
 
 def _holder(row):
     ids = cell(row, "external_ids")
+    if vms.vm_of(ids.get(K_POD)):
+        return "VM %s/%s (port %s)" % (ids.get(K_NAMESPACE), vms.vm_of(ids.get(K_POD)), row.name)
     if ids.get(K_POD):
         return "pod %s/%s (port %s)" % (ids.get(K_NAMESPACE), ids.get(K_POD), row.name)
     return "port %s" % row.name
@@ -342,6 +344,17 @@ def plan_port_security(view, pod, requests):
         wanted = port_security(row)
         if wanted is not None and sorted(cell(row, "port_security")) != wanted:
             items.append({"name": row.name, "switch": request.network, "port_security": wanted})
+    return _port_batch(view, items, "merged")
+
+
+def plan_binding(view, rows, options):
+    """Set ``options`` (a key whose value is None is removed) on the ports
+    ``rows``: where a VM's ports are bound (:func:`.vms.binding`); None
+    leaves them as they are."""
+    switches = multi_policies.port_switches(view) if options else {}
+    items = [{"name": row.name, "switch": switches[row.name], "options": dict(options)}
+             for row in rows if options and row.name in switches
+             and any(cell(row, "options").get(key) != value for key, value in options.items())]
     return _port_batch(view, items, "merged")
 
 

@@ -30,6 +30,9 @@ except ImportError:  # pragma: no cover - the daemons need it; modules do not
         status = None
 
 LOG = logging.getLogger("ovn4nfv.kube")
+# What a relist returns when the API does not serve its kind (a CRD that is
+# not installed): the ListWatch lists again after resync_seconds, quietly.
+ABSENT = object()
 
 MERGE_PATCH = "application/merge-patch+json"
 POD_PATH = "/api/v1/namespaces/{namespace}/pods/{name}"
@@ -215,6 +218,10 @@ class ListWatch:
                 if version is None or time.monotonic() - listed_at > self.resync_seconds:
                     version = self.relist()
                     listed_at = time.monotonic()
+                    if version is ABSENT:
+                        version = None
+                        self.stopping.wait(self.resync_seconds)
+                        continue
                 self._watch = _JsonWatch()
                 model = getattr(k8s_client, self.kind) if self.kind else None
                 for event in self._watch.stream(self.list_call, resource_version=version,

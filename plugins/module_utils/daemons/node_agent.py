@@ -32,8 +32,7 @@ import threading
 import time
 
 from .. import cni
-from ..cluster import annotations
-from ..cluster.pod_addresses import Pod
+from ..cluster import annotations, vms
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import (
     CNI_TYPE, DEFAULT_SOCKET, IPAM_TYPE, K_CONTAINER, K_INTERFACE, K_POD_REF, K_UID, NODE_AGENT, VETH_ALIAS_PREFIX)
@@ -288,10 +287,13 @@ class NodeAgent(OvsAttachment, PodTruth):
             namespace, name, what, self.config.annotation_seconds))
 
     def _entries(self, namespace, name, uid=None):
-        """The pod's UID and ``ovnIfaceList``, once the watcher wrote it."""
+        """The pod's UID, who its ports belong to (the pod, or the VM it
+        launches: :func:`..cluster.vms.owner_of`) and its ``ovnIfaceList``,
+        once the watcher wrote it."""
         pod = self._await_pod(namespace, name, lambda found: found.get(annotations.IFACE_LIST),
                               annotations.IFACE_LIST, uid)
-        return pod.metadata.uid, annotations.parse_iface_list(pod.metadata.annotations[annotations.IFACE_LIST])
+        return pod.metadata.uid, vms.owner_of(pod.metadata), annotations.parse_iface_list(
+            pod.metadata.annotations[annotations.IFACE_LIST])
 
     def ipam_add(self, request, ipam):
         """ovn4nfv-ipam: the address the watcher took for this attachment
@@ -304,7 +306,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         pod = self._await_pod(namespace, name, lambda found: found.get(prefix + "allocated") == "true",
                               prefix + "allocated", request["args"].get("K8S_POD_UID"))
         found = pod.metadata.annotations
-        self._confirm(namespace, name, pod.metadata.uid, [
+        self._confirm(vms.owner_of(pod.metadata), [
             {"interface": request["ifname"], "mac_address": None, "ip_address": found[prefix + "ip_address"]}],
             macs=False)
         length = found[prefix + "cidr"].split("/", 1)[1]
@@ -318,11 +320,11 @@ class NodeAgent(OvsAttachment, PodTruth):
     def add(self, request):
         marks = [("", time.monotonic())]      # where an ADD's time goes, in its log line
         namespace, name = self._pod(request)
-        uid, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
+        uid, owner, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
         marks.append(("api", time.monotonic()))
         config = request["config"]
         entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
-        self._confirm(namespace, name, uid, entries)
+        self._confirm(owner, entries)
         marks.append(("sb", time.monotonic()))
         netns = request["pod_netns"]
         taken = netlink(netns, lambda pod_ns: [e["interface"] for e in entries if pod_ns.link_lookup(
@@ -335,7 +337,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         try:
             self._veths(netns, hosts, config.get("mtu"), netdev, request["container_id"], made)
             marks.append(("netlink", time.monotonic()))
-            self._attach(hosts, namespace, name, uid, request["container_id"])
+            self._attach(hosts, owner, namespace, name, uid, request["container_id"])
             marks.append(("ovs", time.monotonic()))
             self._wait_installed(made)
             marks.append(("installed", time.monotonic()))
@@ -411,10 +413,11 @@ class NodeAgent(OvsAttachment, PodTruth):
         self._node(node_side)
         netlink(netns, pod_side)
 
-    def _attach(self, hosts, namespace, name, uid, container_id):
-        pod = Pod(namespace, name, uid)
+    def _attach(self, hosts, owner, namespace, name, uid, container_id):
+        """The OVS ports of the pod's veths, each naming its logical port
+        (``owner``'s: a VM's launcher attaches the VM's)."""
         config = [{"name": host, "bridge": self.config.bridge, "external_ids": {
-            "iface-id": pod.port_name(entry["interface"]), "attached-mac": entry["mac_address"],
+            "iface-id": owner.port_name(entry["interface"]), "attached-mac": entry["mac_address"],
             K_UID: uid, K_CONTAINER: container_id, K_INTERFACE: entry["interface"],
             K_POD_REF: "%s/%s" % (namespace, name)}}
             for host, entry in hosts]

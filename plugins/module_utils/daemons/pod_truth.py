@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from .. import cni
 from ..cluster import annotations
-from ..cluster.pod_addresses import Pod, binding_verdict
+from ..cluster.pod_addresses import binding_verdict
 from ..common.errors import DatabaseUnreachable
 from ..common.marks import K_CONTAINER
 from ..node.netns import netlink
@@ -26,14 +26,15 @@ class PodTruth:
     """Mixed into the node agent, which provides ``config``, ``ovs``,
     ``_pod`` and ``_entries``."""
 
-    def _confirm(self, namespace, name, uid, entries, macs=True):
+    def _confirm(self, pod, entries, macs=True):
         """Refuse an interface list that OVN does not hold: each entry's MAC
         and IP must be in the port security (or static addresses) of the
         pod's port in the southbound, bound to this pod's UID. The pod's
         own annotation is not trusted: whoever may patch the pod may have
         written it. Waits, bounded by ``binding_seconds``, for the port to
-        reach the southbound; reads only those ports' rows."""
-        pod = Pod(namespace, name, uid)
+        reach the southbound; reads only those ports' rows. ``pod``, who the
+        ports belong to (:func:`..cluster.vms.owner_of`)."""
+        namespace, name = pod.namespace, pod.name
         remote, tls = self._southbound()
         if not remote:
             raise cni.CNIError(cni.TRY_AGAIN, "no southbound to check pod %s/%s against: ovn_sb is not set and "
@@ -76,7 +77,7 @@ class PodTruth:
         for this container, and what the pod's interface list and the ADD's
         result (``prevResult``) say exists in the pod, as they say it."""
         namespace, name = self._pod(request)
-        uid, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
+        uid, _owner, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
         entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
         previous = request["config"]["prevResult"]        # checked by cni.check_prev_result
         hosts = [cni.host_ifname(uid, entry["interface"]) for entry in entries]

@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 
-from ..cluster import annotations, chains, multi_policies, pod_addresses, pod_ports, remote_mirrors, services
+from ..cluster import annotations, chains, multi_policies, pod_addresses, pod_ports, remote_mirrors, services, vms
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import K_BASELINE, K_NAMESPACE, K_POD, WATCHER
@@ -46,7 +46,7 @@ from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
 from ..ovsdb.view import View, cell
-from . import chain_hops, kube, multus, policy_watch, service_watch, settings as daemon
+from . import chain_hops, kube, multus, policy_watch, service_watch, settings as daemon, vm_watch
 
 try:
     from kubernetes import client as k8s_client
@@ -154,6 +154,7 @@ class Watcher:
         self.services = service_watch.Services(self, api_client)
         self.chains = chain_hops.Chains(self)
         self.policies = policy_watch.Policies(self) if config.policies else None
+        self.vms = vm_watch.Vms(self, self.custom)
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
@@ -163,6 +164,7 @@ class Watcher:
         self.chains.stop()
         if self.policies:
             self.policies.stop()
+        self.vms.stop()
         self.pod_watch.stop()
 
     def connect_nb(self):
@@ -191,6 +193,7 @@ class Watcher:
         for worker in workers:
             worker.start()
         workers += self.services.start() + self.chains.start() + (self.policies.start() if self.policies else [])
+        workers += self.vms.start()
         # systemd (Type=notify), and the tests' harness before it stops the
         # watcher: it serves, and SIGTERM now stops it cleanly
         daemon.notify_ready()
@@ -202,6 +205,7 @@ class Watcher:
             self.chains.stop()
             if self.policies:
                 self.policies.stop()
+            self.vms.stop()
             for worker in workers:
                 worker.join(self.config.ovsdb_timeout * 2)
             self.committer.close()
@@ -225,6 +229,7 @@ class Watcher:
             else:
                 self.cache[key] = pod
         self.queue.add(key)
+        self.vms.pod_changed(pod, deleted)
         self.services.pod_changed(pod.metadata.namespace, labels)
         self.chains.pods_changed()
         if self.policies:
@@ -255,6 +260,8 @@ class Watcher:
         ids = cell(row, "external_ids")
         key = key_of(ids.get(K_NAMESPACE), ids.get(K_POD))
         self.served_as.pop(key, None)
+        if vms.vm_of(ids.get(K_POD)):
+            self.queue.add(key)         # the VM's own key: it serves its launchers again
         if event == "delete":
             with self.lock:
                 live = key in self.cache
@@ -292,9 +299,13 @@ class Watcher:
 
     def handle(self, key):
         """Make OVN hold exactly the ports the cache's pod of ``key`` asks
-        for: none if it is gone, and never another UID's."""
-        pod = self._live(key)
+        for: none if it is gone, and never another UID's. A VM's key is
+        the VM's (:meth:`.vm_watch.Vms.handle`)."""
         namespace, name = key.split("/", 1)
+        if vms.vm_of(name):
+            self.vms.handle(namespace, name)
+            return
+        pod = self._live(key)
         uid = pod.metadata.uid if pod is not None else None
         if uid is not None and self.served_as.get(key) == (uid, pod.metadata.annotations or {}):
             return      # served as it is, and neither the NB nor a resync said otherwise since
@@ -323,11 +334,20 @@ class Watcher:
                 " > ".join(annotations.FORMS)))
         if not requests:
             return
-        self._serve(key, pod, found, requests)
+        owner = vms.owner_of(meta)
+        if vms.vm_of(owner.name) and not self.vms.listed():
+            self.queue.add_after(key, 1.0)      # whether it is its VMI's launcher is not known yet
+            return
+        refused = vms.vm_of(owner.name) and self.vms.refusal(pod, vms.vm_of(owner.name))
+        if refused:
+            # its VMI's change queues it again
+            self.report(pod, vm_watch.UNAUTHORIZED, "not served as VM %s's launcher: %s" % (
+                vms.vm_of(owner.name), refused), kind="Normal")
+            return
+        self._serve(key, pod, found, requests, owner)
 
-    def _serve(self, key, pod, found, requests):
+    def _serve(self, key, pod, found, requests, owner):
         meta = pod.metadata
-        owner = pod_ports.Pod(meta.namespace, meta.name, meta.uid)
 
         def state(idl):
             """What to write on the pod (None while an address is not
@@ -475,11 +495,16 @@ class Watcher:
                     self.tombstones[pod.metadata.uid] = now
             keys = set(self.cache) | set(fresh)
             self.cache = fresh
+        self.vms.pods_listed(fresh.values())
+        with self.lock:
             horizon = now - max(600, 2 * self.config.resync_seconds)
             self.tombstones = dict((u, t) for u, t in self.tombstones.items() if t > horizon)
         self.served_as = {}         # every pod is checked against the NB again
         owned = self.nb.read(lambda idl: pod_ports.owned_pods(View(idl)))
-        gone = [owner for uid, owner in owned.items() if uid not in live]
+        gone = [owner for uid, owner in owned.items() if uid not in live and not vms.vm_of(owner.name)]
+        for owner in owned.values():
+            if vms.vm_of(owner.name):
+                self.vms.queue_vm(owner.namespace, vms.vm_of(owner.name))      # its own key judges it
         for owner in gone:
             LOG.info("pod %s (uid %s) is gone; removing its ports", owner, owner.uid)
         for key in sorted(keys | set(key_of(owner.namespace, owner.name) for owner in gone)):

@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watcher's virtual machines (:mod:`..cluster.vms`): KubeVirt's
+VirtualMachines and VirtualMachineInstances, listed and watched where the
+API serves them, and the launcher pods of each VM.
+
+A VM has a key of its own in the watcher's queue, ``namespace/vm:<VM>``,
+queued whenever one of its launchers, its VM or its VMI changes, or one of
+its ports does. Handling it (:meth:`Vms.handle`) frees the VM's ports once
+nothing of it is left; otherwise it binds them where its launchers run
+and queues the launchers, which the watcher serves as it serves any pod,
+with the VM's ports. A launcher is served only once its VMI names it in
+``status.activePods`` (virt-controller writes it; a client cannot): a pod
+that merely carries KubeVirt's labels and an ownerReference in the VM's
+namespace never gets the VM's addresses, nor a say in where its port is
+bound. Where the API serves no KubeVirt (its CRDs are not installed), no
+pod is a launcher that is served.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import functools
+import logging
+import threading
+
+from ..cluster import pod_ports, vms
+from . import kube
+
+try:
+    from kubernetes.client.rest import ApiException
+except ImportError:  # pragma: no cover - the daemon needs it; modules do not
+    class ApiException(Exception):
+        """Stands for the client's exception where the client is missing."""
+        status = None
+
+LOG = logging.getLogger("ovn4nfv.watcher.vms")
+VERSION = "v1"
+VMS, VMIS = "virtualmachines", "virtualmachineinstances"
+UNAUTHORIZED = "LauncherNotActive"      # the Event's reason
+
+
+def _meta(obj):
+    return obj.get("metadata") or {}
+
+
+class Vms:
+    """The VMs' caches; ``watcher`` provides ``config``, ``queue``,
+    ``stopping``, ``nb``, ``addresses``, ``served_as``, ``listed`` and
+    ``_execute``."""
+
+    def __init__(self, watcher, custom):
+        config = watcher.config
+        self.watcher = watcher
+        self.custom = custom
+        self.lock = threading.Lock()
+        self.objects = {VMS: {}, VMIS: {}}      # plural -> {(namespace, name): object}
+        self.served = {}                        # plural -> whether the API serves it, once listed
+        self.launchers = {}                     # a VM owner's UID -> {pod key: pod}
+        self.watches = [kube.ListWatch(
+            plural, None, functools.partial(self.relist, plural), functools.partial(self._list, plural),
+            functools.partial(self.observe, plural), watcher.stopping, config.resync_seconds,
+            config.watch_seconds, config.max_backoff_seconds) for plural in (VMS, VMIS)]
+
+    def _list(self, plural, **kwargs):
+        return self.custom.list_cluster_custom_object(vms.GROUP, VERSION, plural, **kwargs)
+
+    def start(self):
+        threads = [threading.Thread(target=w.run, name="watch-" + w.what, daemon=True) for w in self.watches]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def stop(self):
+        for watch in self.watches:
+            watch.stop()
+
+    # -- caches --------------------------------------------------------------
+    def relist(self, plural):
+        try:
+            listed = kube.listed(functools.partial(self._list, plural), None)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            if self.served.get(plural) is not False:
+                LOG.info("the API serves no %s.%s: KubeVirt is not installed, and no pod is served as a VM's "
+                         "launcher", plural, vms.GROUP)
+            listed = None
+        fresh = dict(((_meta(o).get("namespace"), _meta(o).get("name")), o)
+                     for o in (listed or {}).get("items") or [] if isinstance(o, dict))
+        with self.lock:
+            old, self.objects[plural] = self.objects[plural], fresh
+            self.served[plural] = listed is not None
+        for key in set(old) | set(fresh):
+            if old.get(key) != fresh.get(key):
+                self.queue_vm(*key)
+        return kube.ABSENT if listed is None else (listed.get("metadata") or {}).get("resourceVersion")
+
+    def observe(self, plural, obj, deleted=False):
+        key = (_meta(obj).get("namespace"), _meta(obj).get("name"))
+        with self.lock:
+            if deleted:
+                self.objects[plural].pop(key, None)
+            else:
+                self.objects[plural][key] = obj
+        self.queue_vm(*key)
+
+    def pod_changed(self, pod, deleted):
+        """Take a pod's newest word (the watcher's cache's): a launcher's
+        VM is queued."""
+        vm = vms.launched_vm(pod.metadata)
+        if vm is None:
+            return
+        owner, key = vms.vm_owner(pod.metadata.namespace, vm), "%s/%s" % (pod.metadata.namespace, pod.metadata.name)
+        with self.lock:
+            mine = self.launchers.setdefault(owner.uid, {})
+            if deleted:
+                if mine.get(key) is not None and mine[key].metadata.uid == pod.metadata.uid:
+                    del mine[key]
+            else:
+                mine[key] = pod
+            if not mine:
+                del self.launchers[owner.uid]
+        self.queue_vm(pod.metadata.namespace, vm)
+
+    def pods_listed(self, pods):
+        """Take a list of every pod (the watcher's resync) as the launchers."""
+        fresh = {}
+        for pod in pods:
+            vm = vms.launched_vm(pod.metadata)
+            if vm is not None:
+                fresh.setdefault(vms.vm_owner(pod.metadata.namespace, vm).uid, {})[
+                    "%s/%s" % (pod.metadata.namespace, pod.metadata.name)] = pod
+        with self.lock:
+            old, self.launchers = self.launchers, fresh
+        for uid in set(old) | set(fresh):
+            namespace, _sep, vm = uid[len(vms.VM_PREFIX):].partition("/")
+            self.queue_vm(namespace, vm)
+
+    def listed(self):
+        """Whether both kinds have been listed (or found not served)."""
+        with self.lock:
+            return len(self.served) == 2
+
+    def queue_vm(self, namespace, vm):
+        self.watcher.queue.add("%s/%s%s" % (namespace, vms.VM_PREFIX, vm))
+
+    # -- what a launcher may have ----------------------------------------------
+    def refusal(self, pod, vm):
+        """Why the launcher ``pod`` of ``vm`` is not served now, or None:
+        its VMI must be the one it names and name it among its active pods."""
+        meta = pod.metadata
+        with self.lock:
+            vmi = self.objects[VMIS].get((meta.namespace, vm))
+            served = self.served.get(VMIS)
+        if not served:
+            return "the API serves no VirtualMachineInstances (KubeVirt is not installed, or not listed yet)"
+        refs = [r for r in meta.owner_references or () if r.kind == vms.VMI_KIND and r.controller]
+        if vmi is None or not refs or refs[0].uid != _meta(vmi).get("uid"):
+            return "its VirtualMachineInstance %s/%s is not the one it names" % (meta.namespace, vm)
+        if meta.uid not in ((vmi.get("status") or {}).get("activePods") or {}):
+            return "VirtualMachineInstance %s/%s does not name it among its active pods (yet)" % (meta.namespace, vm)
+        return None
+
+    def _running(self, owner):
+        """The launchers of ``owner`` that run and are the VMI's."""
+        with self.lock:
+            pods = list((self.launchers.get(owner.uid) or {}).items())
+        return [(key, pod) for key, pod in pods
+                if vms.running(pod) and self.refusal(pod, vms.vm_of(owner.name)) is None]
+
+    # -- a VM's key ------------------------------------------------------------
+    def handle(self, namespace, name):
+        """Free the VM's ports once nothing of it is left; otherwise bind them
+        where its launchers run, and queue its launchers."""
+        vm = vms.vm_of(name)
+        owner, watcher = vms.vm_owner(namespace, vm), self.watcher
+        running = self._running(owner)
+        with self.lock:
+            exists = (namespace, vm) in self.objects[VMS] or (namespace, vm) in self.objects[VMIS]
+            others = list(self.launchers.get(owner.uid) or {})
+        if not running and not exists and not others:
+            if not (self.listed() and watcher.listed.is_set()):
+                watcher.queue.add_after("%s/%s" % (namespace, name), 1.0)      # not known yet: never free on a guess
+                return
+            if watcher.nb.read(lambda _idl: watcher.addresses.holds_others(namespace, name, None)):
+                watcher._execute(lambda view: pod_ports.plan_release(view, namespace, name, None, watcher.addresses))
+                LOG.info("VM %s/%s is gone (no VirtualMachine, no VMI, no launcher); its ports are freed",
+                         namespace, vm)
+            return
+        if not running:
+            LOG.info("VM %s/%s runs nowhere; its ports are kept while its %s", namespace, vm,
+                     "launchers are there" if others else "VirtualMachine or VMI is")
+            return
+        options = vms.binding([(pod.metadata.creation_timestamp, pod.spec.node_name) for _k, pod in running])
+        plan = watcher._execute(lambda view: pod_ports.plan_binding(
+            view, watcher.addresses.ports_of(view, namespace, name), options))
+        if plan.changed:
+            LOG.info("VM %s/%s: bound %s", namespace, vm, ", ".join(
+                "%s=%s" % (k, v) for k, v in sorted(options.items()) if v is not None))
+        for key in others:
+            watcher.served_as.pop(key, None)
+            watcher.queue.add(key)
