@@ -713,6 +713,8 @@ def test_an_interface_configured_by_dhcp_gets_its_mac_and_takes_its_address_from
              if e["interface"] == "net0"][0]
     link = json.loads(ip("ip", "-j", "addr", "show", "net0", netns=netns).stdout)[0]
     assert link["address"] == entry["mac_address"] and "UP" in link["flags"]
+    # its network's MTU, which its DHCP gives too (the agent's own is another)
+    assert entry["mtu"] == 1400 and link["mtu"] == 1400
     assert [a for a in link["addr_info"] if a["family"] == "inet"] == []
     assert "net0" not in ip("ip", "route", netns=netns).stdout
     code, out, _err = env.cni("CHECK", "pdhcp", netns, "ctr-dhcp", prevResult=added)

@@ -326,14 +326,18 @@ def provider_annotations(provider, entry, subnet):
             prefix + "cidr": str(subnet), prefix + "gateway": entry["gateway_ip"], prefix + "allocated": "true"}
 
 
-def interface_entry(request, ip_cidr, mac, gateway, network_routes=()):
-    """One ``ovnIfaceList`` entry (the seed's output format)."""
+def interface_entry(request, ip_cidr, mac, gateway, network_routes=(), mtu=None):
+    """One ``ovnIfaceList`` entry (the seed's output format); ``mtu``, the
+    network's when it declares one, which the CNI plugin gives the
+    interface (and its DHCP the guest)."""
     routes = [dict(r) for r in network_routes] + list(request.routes)
     for route in routes:
         route["gw"] = route.get("gw") or gateway
     entry = {"interface": request.interface, "ip_address": ip_cidr, "mac_address": mac,
              "gateway_ip": gateway, "default_gateway": request.default_gateway,
              "routes": routes}
+    if mtu:
+        entry["mtu"] = int(mtu)
     if request.dhcp:
         # the address its DHCP answers with; the guest writes it, and the
         # routes and default route its DHCP gives (cluster/dhcp.py)

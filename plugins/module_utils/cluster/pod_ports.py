@@ -494,7 +494,7 @@ def interface_list(view, pod, requests):
             return None
         entries.append(annotations.interface_entry(
             request, "%s/%d" % (ipv4[0], network.subnet.prefixlen), mac, str(network.gateway),
-            network.routes))
+            network.routes, network.mtu))
     return entries
 
 

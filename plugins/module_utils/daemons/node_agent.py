@@ -367,11 +367,13 @@ class NodeAgent(OvsAttachment, PodTruth):
                                self.config.bridge)
         return kind == "netdev"
 
-    def _veths(self, netns, hosts, mtu, netdev, container, made):
+    def _veths(self, netns, hosts, default, netdev, container, made):
         """A veth for each ``(host, entry)``: made from the node's side (one
-        netlink handle there), then set up from the pod's (one there)."""
+        netlink handle there), then set up from the pod's (one there); its
+        MTU the entry's (its network's), else ``default`` (the config's)."""
         def node_side(ipr):
             for host, entry in hosts:
+                mtu = entry_mtu(entry, default)
                 # one netlink request makes both ends or neither; a name taken
                 # by an interface that is not ours fails it, and is left alone
                 with step("interface %s: the veth pair (%s on the node)" % (entry["interface"], host)):
@@ -387,6 +389,7 @@ class NodeAgent(OvsAttachment, PodTruth):
 
         def pod_side(pod_ns):
             for _host, entry in hosts:
+                mtu = entry_mtu(entry, default)
                 name = entry["interface"]
                 ip, _sep, prefix = entry["ip_address"].partition("/")
                 settings = {"address": entry["mac_address"], "state": "up"}
@@ -483,6 +486,13 @@ class NodeAgent(OvsAttachment, PodTruth):
                 for index in ipr.link_lookup(ifname=host):
                     ipr.link("del", index=index)
         self._node(gone)
+
+
+def entry_mtu(entry, default):
+    """The MTU an interface list's entry gives its interface (its network's,
+    written by the watcher), when it is a sane one; else ``default``."""
+    mtu = entry.get("mtu")
+    return mtu if isinstance(mtu, int) and not isinstance(mtu, bool) and 576 <= mtu <= 65535 else default
 
 
 def main(argv=None):
