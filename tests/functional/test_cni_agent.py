@@ -765,6 +765,17 @@ def test_a_vm_s_launchers_attach_the_vm_s_port_one_after_another(env):
         [binding] = [b for b in env.node.box.rows("sb", "Port_Binding") if b["logical_port"] == "default_vm:vm1_net0"]
         assert binding["chassis"], "OVN bound the VM's port on this node"
         told.append(json.loads(patch["ovnIfaceList"])[0])
+        if attempt == 0:
+            # a pod that claims the VM (its labels, its VMI as owner, its interface list) while the watcher
+            # lets only the launcher attach the VM's port: refused, and no OVS port names the VM's
+            env.node._add_ns("o4n-%s-posing" % env.node.tag)
+            netns_p = "/var/run/netns/o4n-%s-posing" % env.node.tag
+            env.api.create_pod("default", "posing", patch, labels=labels, owners=owners)
+            with env.agent_variant(binding_seconds=2):
+                code, out, _err = env.cni("ADD", "posing", netns_p, "ctr-posing")
+            assert code != 0 and out["code"] == 11 and "lets this launcher" in out["msg"], out
+            assert len([i for i in env.node.box.rows("ovs", "Interface")
+                        if i["external_ids"].get("iface-id") == "default_vm:vm1_net0"]) == 1
         code, out, _err = env.cni("DEL", name, netns, "ctr-vm-%d" % attempt)
         assert code == 0, out
     assert (told[0]["mac_address"], told[0]["ip_address"]) == (told[1]["mac_address"], told[1]["ip_address"])

@@ -45,9 +45,7 @@ def launcher(api, instance, pod_name, node, request=None, active=True, migration
 
 
 def activate(api, name, pod, node):
-    current = api.vmis[(NS, name)].get("status", {}).get("activePods") or {}
-    api.patch_kubevirt("VirtualMachineInstance", NS, name, {"status": {"activePods": dict(
-        current, **{pod["metadata"]["uid"]: node})}}, status=True)
+    api.patch_kubevirt("VirtualMachineInstance", NS, name, {"status": {"activePods": {pod["metadata"]["uid"]: node}}})
 
 
 def port(k8s, name):
@@ -92,12 +90,14 @@ def test_a_launcher_s_ports_are_its_vm_s_and_follow_it_through_restart_migration
         assert (moved["mac_address"], moved["ip_address"]) == (told["mac_address"], told["ip_address"])
         both = wait_port(k8s, "vms_vm:vm1_eth1", lambda p: p["options"].get("requested-chassis") == "node2,node3")
         assert both["options"]["activation-strategy"] == "rarp"
+        assert sorted(both["external_ids"]["ovn4nfv-launchers"].split(",")) == sorted(
+            [k8s.api.pod(NS, "virt-launcher-vm1-bbbbb")["metadata"]["uid"], target["metadata"]["uid"]])
         k8s.api.patch_status(NS, "virt-launcher-vm1-bbbbb", {"status": {"phase": "Succeeded"}})
         after = wait_port(k8s, "vms_vm:vm1_eth1", lambda p: p["options"].get("requested-chassis") == "node3")
         assert "activation-strategy" not in after["options"]
+        # the node agents attach it for the target alone now
+        assert after["external_ids"]["ovn4nfv-launchers"] == target["metadata"]["uid"]
         k8s.api.delete_pod(NS, "virt-launcher-vm1-bbbbb")
-        assert target["metadata"]["uid"] != second["metadata"]["uid"]
-        k8s.wait_log("VM vms/vm1: bound requested-chassis=node3", 30)
         # through all of it, the port was never made again
         assert [e[:2] for e in log.events if e[1] == "vms_vm:vm1_eth1"] == []
     finally:
@@ -156,3 +156,63 @@ def test_another_vm_cannot_take_a_vm_s_address_and_a_pod_cannot_pose_as_its_laun
     # a standalone VMI deleted: its launchers go with it, and its ports
     k8s.api.delete_kubevirt("VirtualMachineInstance", NS, "vm3")
     k8s.wait_ports_gone(["vms_vm:vm3_eth1"])
+
+
+def test_a_vm_is_policed_its_launchers_agree_and_a_pod_no_longer_a_launcher_lets_go(k8s):
+    """A tenant's policy selecting a VM's launcher isolates the VM's port;
+    a migration's target asking for other addresses than the launcher the
+    VM's ports were made from is refused, and the port keeps its address
+    (no tug of war between launchers); a pod that stops being a launcher
+    holds nothing once the VM is gone."""
+    machine = vm(k8s.api, "vm5")
+    first = vmi(k8s.api, "vm5", machine)
+    launcher(k8s.api, first, "virt-launcher-vm5-aaaaa", "node1",
+             {"name": "net1", "interface": "eth1", "ip_address": "172.16.1.80"})
+    k8s.annotated(NS, "virt-launcher-vm5-aaaaa")
+    k8s.api.set_labels(NS, "virt-launcher-vm5-aaaaa", dict(
+        k8s.api.pod(NS, "virt-launcher-vm5-aaaaa")["metadata"]["labels"], app="db"))
+    k8s.api.create_policy(NS, "db-in", {"podSelector": {"matchLabels": {"app": "db"}}, "ingress": []},
+                          {"k8s.v1.cni.cncf.io/policy-for": "ovn4nfv.k8s/net1"})
+    row = port(k8s, "vms_vm:vm5_eth1")
+    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, ("Port_Group", "Logical_Switch_Port")) as db:
+        isolated = db.wait_for(lambda idl: [g.name for g in idl.tables["Port_Group"].rows.values()
+                                            if g.name.startswith("ovn4nfv_mnp_") and
+                                            any(str(p.uuid) == row["_uuid"] for p in g.ports)], 30)
+    assert isolated, "the policy selecting the VM's launcher isolates the VM's port; log:\n" + k8s.log_text()
+
+    log = k8s.port_log()
+    try:
+        launcher(k8s.api, first, "virt-launcher-vm5-bbbbb", "node2",
+                 {"name": "net1", "interface": "eth1", "ip_address": "172.16.1.81"}, migration="job-5")
+        events = k8s.api.wait(lambda api: [e for e in api.events if e["involvedObject"]["name"] ==
+                                           "virt-launcher-vm5-bbbbb" and e["reason"] == "AddressConflict"], 30)
+        assert events and "virt-launcher-vm5-aaaaa" in events[0]["message"], k8s.log_text()
+        wait_port(k8s, "vms_vm:vm5_eth1", lambda p: p["options"].get("requested-chassis") == "node1,node2")
+        assert port(k8s, "vms_vm:vm5_eth1")["addresses"] == row["addresses"]
+        assert log.events == []
+    finally:
+        log.close()
+
+    # the first launcher stops being one (its label edited away), then everything of the VM goes
+    k8s.api.set_labels(NS, "virt-launcher-vm5-aaaaa", {"app": "db"})
+    k8s.api.delete_kubevirt("VirtualMachine", NS, "vm5")
+    k8s.wait_ports_gone(["vms_vm:vm5_eth1"])
+
+
+def test_an_interface_a_restarted_vm_no_longer_has_is_freed(k8s):
+    machine = vm(k8s.api, "vm6")
+    first = vmi(k8s.api, "vm6", machine)
+    pod = launcher(k8s.api, first, "virt-launcher-vm6-aaaaa", "node1")
+    k8s.api.set_annotations(NS, pod["metadata"]["name"], {})         # (as made)
+    k8s.annotated(NS, "virt-launcher-vm6-aaaaa")
+    k8s.api.delete_kubevirt("VirtualMachineInstance", NS, "vm6")
+    second = vmi(k8s.api, "vm6", machine)
+    k8s.api.create_pod(NS, "virt-launcher-vm6-bbbbb", ovn_network({"name": "net2", "interface": "eth2"}),
+                       node="node2", labels={"kubevirt.io": "virt-launcher",
+                                             "kubevirt.io/created-by": second["metadata"]["uid"]},
+                       owners=[{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": "vm6",
+                                "uid": second["metadata"]["uid"], "controller": True}])
+    activate(k8s.api, "vm6", k8s.api.pod(NS, "virt-launcher-vm6-bbbbb"), "node2")
+    k8s.annotated(NS, "virt-launcher-vm6-bbbbb")
+    k8s.wait_ports_gone(["vms_vm:vm6_eth1"])
+    assert port(k8s, "vms_vm:vm6_eth2") is not None

@@ -166,6 +166,11 @@ class Env:
             parsed.append(ann.attachment_request(selection, network, provider, True, {}))
         with ovsdb.Database(self.node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
             execute(db, lambda v: pod_ports.plan_pod(v, owner, parsed), write=True)
+            if vms.vm_of(owner.name):
+                # the VM's key: this launcher is the one its node agent may attach the VM's ports for
+                execute(db, lambda v: pod_ports.plan_binding(v, [
+                    r for r in v.rows("Logical_Switch_Port") if r.external_ids.get("ovn4nfv-pod-uid") == owner.uid],
+                    None, [obj["metadata"]["uid"]]), write=True)
             patch = db.wait_for(lambda idl: pod_ports.pod_annotations(View(idl), owner, parsed), 20)
             execute(db, lambda v: pod_ports.plan_port_security(v, owner, parsed), write=True)
         return "/var/run/netns/o4n-%s-%s" % (self.node.tag, name), patch

@@ -45,12 +45,14 @@ resources the watcher uses, and nothing more:
   addresses), delete;
 * KubeVirt's virtualmachines and virtualmachineinstances
   (``kubevirt.io/v1``, CRDs): list (all namespaces or one), watch, get,
-  create (201, 409), merge patch of the object and of its ``status``
-  subresource, delete -- which, as the API server's garbage collector does
+  create (201, 409), merge patch, delete -- which, as the API server's garbage collector does
   for a background deletion, deletes what the object controls (an
   ownerReference with ``controller: true`` to its UID): a VM its VMI, a
-  VMI its launcher pods. Nothing else of KubeVirt runs: tests and the lab
-  do what virt-controller would (the VMI's ``status.activePods``, a
+  VMI its launcher pods. As KubeVirt's CRDs declare, a VirtualMachine has
+  a ``status`` subresource (a patch of the object leaves its status alone)
+  and a VMI has none (a patch of the object writes its status too, and
+  ``/status`` is not found). Nothing else of KubeVirt runs: tests and the
+  lab do what virt-controller would (the VMI's ``status.activePods``, a
   migration's target pod).
 
 Tests drive it in-process: :meth:`KubeAPIStandIn.create_pod`,
@@ -899,13 +901,18 @@ class KubeAPIStandIn:
             return copy.deepcopy(obj)
 
     def patch_kubevirt(self, kind, namespace, name, patch, status=False):
-        """A merge patch of a VM or VMI, or of its status subresource
-        (``status``: only ``status`` changes). KeyError when there is none."""
+        """A merge patch of a VM or VMI, or of a VM's status subresource
+        (``status``: only ``status`` changes). A VMI has no status
+        subresource: a patch of it writes its status too. KeyError when
+        there is none."""
         with self.lock:
             store = self._kubevirt_store(kind)
             obj = store[(namespace, name)]
-            if status:
+            if status or kind == "VirtualMachineInstance":
                 merged = dict(obj, status=merge_patch(obj.get("status"), (patch or {}).get("status") or {}))
+                if not status:
+                    merged = dict(merge_patch(obj, dict(patch or {}, status=None)), status=merged["status"])
+                    merged["metadata"].update(uid=obj["metadata"]["uid"], name=name, namespace=namespace)
             else:
                 merged = merge_patch(obj, dict(patch or {}, status=None))
                 merged["status"] = obj.get("status") or {}
@@ -1228,7 +1235,8 @@ def _handler(api):
                 return self._patch_cluster_object(path, query, kind)
             for pattern, what in ((_VM, "VirtualMachine"), (_VMI, "VirtualMachineInstance")):
                 match = pattern.match(path)
-                if match and match.group("ns") and match.group("name"):
+                if match and match.group("ns") and match.group("name") and \
+                        not (pattern is _VMI and match.group("status")):        # a VMI has no status subresource
                     try:
                         return self._send(200, api.patch_kubevirt(what, match.group("ns"), match.group("name"),
                                                                   self._body(), status=bool(match.group("status"))))

@@ -67,7 +67,7 @@ def pod_of(obj):
     meta = obj.get("metadata") or {}
     owner = vms.owner_of(meta)
     return {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid"),
-            "owner": owner.uid, "port_owner": [owner.namespace, owner.name],
+            "owner": owner.uid, "port_owner": [owner.namespace, owner.name], "running": vms.running(obj),
             "node": (obj.get("spec") or {}).get("nodeName"), "annotations": meta.get("annotations") or {}}
 
 
@@ -77,8 +77,10 @@ def vm_of(obj):
     alive without a launcher. ``obj`` None stands for every VM."""
     meta = (obj or {}).get("metadata") or {}
     owner = vms.vm_owner(meta.get("namespace"), meta.get("name")) if obj is not None else None
+    active = ((obj or {}).get("status") or {}).get("activePods") if (obj or {}).get("kind") == vms.VMI_KIND else None
     return {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": None, "node": None,
-            "owner": owner.uid if owner else vms.VM_PREFIX, "annotations": {}, "vm": True}
+            "owner": owner.uid if owner else vms.VM_PREFIX, "annotations": {}, "vm": True,
+            "active": sorted(active) if isinstance(active, dict) else []}
 
 
 def _live(pods):
@@ -88,6 +90,14 @@ def _live(pods):
     for pod in sorted(pods, key=lambda p: bool(p.get("vm"))):
         live.setdefault(pod["owner"], pod)
     return live, vms.VM_PREFIX in live
+
+
+def _served(pods):
+    """The pods the watcher serves: every pod but a VM's launcher that does
+    not run or that its VMI does not name among its active pods."""
+    active = set(uid for p in pods if p.get("vm") for uid in p.get("active", ()))
+    return [p for p in pods if not p.get("vm") and (
+        not vms.vm_of(p["port_owner"][1]) or (p.get("running") and p["uid"] in active))]
 
 
 def _identity(pod):
@@ -121,7 +131,7 @@ def audit_pods(nb, pods):
                                ids.get(K_NAMESPACE), ids.get(K_POD), uid),
                            "delete the ports %s" % ", ".join(sorted(r.name for r in rows))))
     have = set((r.external_ids.get(K_UID), r.external_ids.get(K_INTERFACE)) for r in _ports(nb))
-    for pod in sorted((p for p in pods if not p.get("vm")), key=lambda p: (p["namespace"], p["name"])):
+    for pod in sorted(_served(pods), key=lambda p: (p["namespace"], p["name"])):
         try:
             _source, requests = annotations.parse_requests(pod["annotations"])
         except ValidationError:
@@ -241,17 +251,20 @@ def audit_bindings(nb, sb, pods):
         where = row.chassis[0] if isinstance(row.chassis, list) and row.chassis else row.chassis
         bound[row.logical_port] = chassis.get(where.name, (where.name,)) if where else None
     if pods is not None:
-        live, _every_vm = _live(pods)
+        live, _every_vm = _live(_served(pods))
         for row in _ports(nb):
             pod = live.get(row.external_ids.get(K_UID))
             if pod is None or not pod.get("node"):
                 continue
             host = bound.get(row.name)
+            # a VM's port is bound where the watcher put it: on one of its launchers' nodes
+            nodes = (row.options.get(vms.REQUESTED_CHASSIS) or "").split(",") if vms.vm_of(
+                row.external_ids.get(K_POD)) else [pod["node"]]
             if host is None:
                 out.append(finding(UNBOUND, "error", "sb", [row.name],
                                    "port %s of pod %s/%s on %s is bound to no chassis" % (
                                        row.name, pod["namespace"], pod["name"], pod["node"])))
-            elif pod["node"] not in host:
+            elif not set(nodes) & set(host):
                 out.append(finding(ELSEWHERE, "error", "sb", [row.name],
                                    "port %s of pod %s/%s on %s is bound on %s" % (
                                        row.name, pod["namespace"], pod["name"], pod["node"], host[-1])))
@@ -305,7 +318,7 @@ def plan_repair(nb, findings, pods=()):
     (``pods``, the API's) with the addresses it was told."""
     batch = Batch()
     missing = set(name for f in findings if f["class"] == MISSING and f["repair"] for name in f["objects"])
-    for pod in sorted((p for p in pods or () if not p.get("vm")), key=lambda p: (p["namespace"], p["name"])):
+    for pod in sorted(_served(pods or ()), key=lambda p: (p["namespace"], p["name"])):
         identity = _identity(pod)
         try:
             requests = [r for r in annotations.parse_requests(pod["annotations"])[1]

@@ -17,7 +17,7 @@ __metaclass__ = type
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import (
-    K_CHAIN_FUNCTION, K_CHAIN_HELD, K_INTERFACE, K_NAMESPACE, K_POD, K_UID, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_POD)
+    K_CHAIN_FUNCTION, K_CHAIN_HELD, K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_POD)
 from ..ovsdb.view import cell
 
 
@@ -288,7 +288,7 @@ def allocate(view, network, switch, index=None, taken=()):
     return None
 
 
-def binding_verdict(pod, entries, bindings, macs=True):
+def binding_verdict(pod, entries, bindings, macs=True, launcher=None):
     """Whether OVN's southbound ``Port_Binding`` rows (``bindings``: dicts
     of ``logical_port``, ``mac``, ``port_security`` and ``external_ids``,
     sets as lists) hold what a pod's interface list says (``entries``, each
@@ -297,13 +297,17 @@ def binding_verdict(pod, entries, bindings, macs=True):
     pod (its UID) with its addresses in place says otherwise, and None
     while some binding is not there yet (absent, of an older pod of the
     same name, or without port security). ``macs=False`` compares the
-    IPs alone (an address kept for another CNI plugin)."""
+    IPs alone (an address kept for another CNI plugin). ``launcher``, the
+    UID of the pod that asks when ``pod`` is its VM (:mod:`.vms`): each
+    binding must name it among the VM's launchers (``K_LAUNCHERS``, which
+    only the watcher writes), or it is not there yet."""
     by_name = dict((row.get("logical_port"), row) for row in bindings)
     wrong, waiting = [], False
     for entry in entries:
         row = by_name.get(pod.port_name(entry["interface"]))
-        if row is None or (row.get("external_ids") or {}).get(K_UID) != pod.uid or \
-                not as_strings(row.get("port_security")):
+        ids = (row or {}).get("external_ids") or {}
+        if row is None or ids.get(K_UID) != pod.uid or not as_strings(row.get("port_security")) or \
+                (launcher is not None and launcher not in (ids.get(K_LAUNCHERS) or "").split(",")):
             waiting = True
             continue
         sets = binding_entries(row.get("mac"), row.get("port_security"), row.get("external_ids"))

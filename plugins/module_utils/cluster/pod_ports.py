@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.marks import K_INTERFACE, K_NAMESPACE, K_POD, K_UID
+from ..common.marks import K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID
 from ..ovsdb.execution import Batch
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
@@ -201,6 +201,11 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
             texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], port_security_of(mac, ips)
         item = {"name": name, "switch": network.name, "addresses": texts,
                 "external_ids": pod.marks(request.interface)}
+        if mine is not None:
+            # what its VM's launchers set on it stays (vms.binding): where it is bound, and who may attach
+            item["options"] = dict(cell(mine, "options"))
+            if cell(mine, "external_ids").get(K_LAUNCHERS) is not None:
+                item["external_ids"][K_LAUNCHERS] = cell(mine, "external_ids")[K_LAUNCHERS]
         override = dhcp.override_of(request)
         if override is not None:
             overrides[name] = override
@@ -347,14 +352,24 @@ def plan_port_security(view, pod, requests):
     return _port_batch(view, items, "merged")
 
 
-def plan_binding(view, rows, options):
-    """Set ``options`` (a key whose value is None is removed) on the ports
-    ``rows``: where a VM's ports are bound (:func:`.vms.binding`); None
-    leaves them as they are."""
-    switches = multi_policies.port_switches(view) if options else {}
-    items = [{"name": row.name, "switch": switches[row.name], "options": dict(options)}
-             for row in rows if options and row.name in switches
-             and any(cell(row, "options").get(key) != value for key, value in options.items())]
+def plan_binding(view, rows, options, launchers):
+    """Set ``options`` (a key whose value is None is removed; None: leave
+    them) on the ports ``rows`` of a VM, and record ``launchers``, the UIDs
+    of the pods a node agent may attach to them: where the VM's ports are
+    bound (:func:`.vms.binding`), and by whom."""
+    listed = ",".join(sorted(launchers))
+    switches = multi_policies.port_switches(view)
+    items = []
+    for row in rows:
+        if row.name not in switches:
+            continue
+        item = {"name": row.name, "switch": switches[row.name]}
+        if options and any(cell(row, "options").get(key) != value for key, value in options.items()):
+            item["options"] = dict(options)
+        if cell(row, "external_ids").get(K_LAUNCHERS) != listed:
+            item["external_ids"] = {K_LAUNCHERS: listed}
+        if len(item) > 2:
+            items.append(item)
     return _port_batch(view, items, "merged")
 
 
@@ -377,6 +392,16 @@ def plan_release(view, namespace, name, keep=None, addresses=None):
     going = [row for row in rows if cell(row, "external_ids").get(K_UID) != keep]
     batch = _port_batch(view, [{"name": name} for name in sorted(row.name for row in going)], "deleted")
     return _forget(view, batch, going)
+
+
+def plan_drop(view, owner, interfaces, addresses):
+    """Delete ``owner``'s ports of interfaces other than ``interfaces``: a
+    VM's that its running launcher no longer asks for (its VM restarted
+    with fewer). A pod's stay until it goes (:func:`plan_pod`)."""
+    rows = sorted((row for row in addresses.ports_of(view, owner.namespace, owner.name)
+                   if cell(row, "external_ids").get(K_UID) == owner.uid
+                   and cell(row, "external_ids").get(K_INTERFACE) not in interfaces), key=lambda row: row.name)
+    return _forget(view, _port_batch(view, [{"name": row.name} for row in rows], "deleted"), rows)
 
 
 def _forget(view, batch, rows):

@@ -41,6 +41,9 @@ from .pod_addresses import Pod
 GROUP = "kubevirt.io"
 LAUNCHER_LABEL, LAUNCHER = "kubevirt.io", "virt-launcher"
 CREATED_BY = "kubevirt.io/created-by"
+# a launcher KubeVirt runs for a while to provision the VM's disks
+# (template.go): it is the VMI's, and no guest runs in it
+EPHEMERAL = "kubevirt.io/ephemeral-provisioning"
 VMI_KIND = "VirtualMachineInstance"
 VM_PREFIX = "vm:"
 TERMINAL = ("Succeeded", "Failed")     # a launcher in these phases runs no guest
@@ -73,7 +76,7 @@ def launched_vm(meta):
     whose UID the ``created-by`` label repeats when it is there. Anything
     less is an ordinary pod."""
     labels = _get(meta, "labels", "labels") or {}
-    if labels.get(LAUNCHER_LABEL) != LAUNCHER:
+    if labels.get(LAUNCHER_LABEL) != LAUNCHER or (_get(meta, "annotations", "annotations") or {}).get(EPHEMERAL):
         return None
     for ref in _get(meta, "owner_references", "ownerReferences") or ():
         if _get(ref, "kind", "kind") == VMI_KIND and _get(ref, "controller", "controller") and \

@@ -102,6 +102,9 @@ K_UID = "ovn4nfv-pod-uid"
 K_INTERFACE = "ovn4nfv-interface"
 K_CONTAINER = "ovn4nfv-container-id"
 K_POD_REF = "ovn4nfv-pod"
+# a VM's ports: the UIDs of the launcher pods its VMI names and that run
+# (comma-separated), the only pods a node agent attaches to them
+K_LAUNCHERS = "ovn4nfv-launchers"
 # the chains a pod port is a network function's interface in (comma-separated),
 # and the port security that MAC-only replaced there
 K_CHAIN_FUNCTION = "ovn4nfv-chains"
@@ -262,6 +265,8 @@ CONTRACT = {
                     "the node agent (DEL, CHECK, GC; daemons/pod_truth.py), the host audit"),
     "K_POD_REF": (KIND_KEY, "a pod's Interface in a node's Open_vSwitch (<namespace>/<name>)", "the node agent",
                   "operators (ovs-vsctl list Interface); nothing in the product yet"),
+    "K_LAUNCHERS": (KIND_KEY, "a VM's Logical_Switch_Port (the UIDs of its running launcher pods)",
+                    "the watcher (daemons/vm_watch.py)", "the node agent, through the SB copy (daemons/pod_truth.py)"),
     "K_CHAIN_FUNCTION": (KIND_KEY, "a network function pod's Logical_Switch_Port (the chains it serves)",
                          "the watcher (cluster/chains.py)",
                          "cluster/pod_addresses.py (MAC-only port security), daemons/chain_hops.py, "

@@ -86,9 +86,10 @@ class Chains:
             pods = [p for p in self.watcher.cache.values() if p.metadata.namespace == namespace
                     and is_ready(p) and all((p.metadata.labels or {}).get(k) == v for k, v in selector.items())]
         for pod in pods:
-            for row in self.watcher.addresses.ports_of(view, namespace, pod.metadata.name):
+            owner = self.watcher.vms.port_owner(pod)        # a VM's launcher: the VM's ports
+            for row in self.watcher.addresses.ports_of(view, namespace, owner[0]) if owner else ():
                 ids = row.external_ids
-                if ids.get(K_UID) == pod.metadata.uid and (interface is None or ids.get(K_INTERFACE) == interface):
+                if ids.get(K_UID) == owner[1] and (interface is None or ids.get(K_INTERFACE) == interface):
                     yield pod, row
 
     def handle(self, name):

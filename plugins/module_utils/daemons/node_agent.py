@@ -306,9 +306,10 @@ class NodeAgent(OvsAttachment, PodTruth):
         pod = self._await_pod(namespace, name, lambda found: found.get(prefix + "allocated") == "true",
                               prefix + "allocated", request["args"].get("K8S_POD_UID"))
         found = pod.metadata.annotations
-        self._confirm(vms.owner_of(pod.metadata), [
+        owner = vms.owner_of(pod.metadata)
+        self._confirm(owner, [
             {"interface": request["ifname"], "mac_address": None, "ip_address": found[prefix + "ip_address"]}],
-            macs=False)
+            macs=False, launcher=pod.metadata.uid if vms.vm_of(owner.name) else None)
         length = found[prefix + "cidr"].split("/", 1)[1]
         address = {"address": "%s/%s" % (found[prefix + "ip_address"], length), "gateway": found[prefix + "gateway"]}
         if request["version"].startswith("0."):
@@ -324,7 +325,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         marks.append(("api", time.monotonic()))
         config = request["config"]
         entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
-        self._confirm(owner, entries)
+        self._confirm(owner, entries, launcher=uid if vms.vm_of(owner.name) else None)
         marks.append(("sb", time.monotonic()))
         netns = request["pod_netns"]
         taken = netlink(netns, lambda pod_ns: [e["interface"] for e in entries if pod_ns.link_lookup(

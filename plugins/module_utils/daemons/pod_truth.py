@@ -26,14 +26,16 @@ class PodTruth:
     """Mixed into the node agent, which provides ``config``, ``ovs``,
     ``_pod`` and ``_entries``."""
 
-    def _confirm(self, pod, entries, macs=True):
+    def _confirm(self, pod, entries, macs=True, launcher=None):
         """Refuse an interface list that OVN does not hold: each entry's MAC
         and IP must be in the port security (or static addresses) of the
         pod's port in the southbound, bound to this pod's UID. The pod's
         own annotation is not trusted: whoever may patch the pod may have
         written it. Waits, bounded by ``binding_seconds``, for the port to
         reach the southbound; reads only those ports' rows. ``pod``, who the
-        ports belong to (:func:`..cluster.vms.owner_of`)."""
+        ports belong to (:func:`..cluster.vms.owner_of`); for a VM, the
+        asking launcher's UID (``launcher``) must be one the watcher let
+        attach them."""
         namespace, name = pod.namespace, pod.name
         remote, tls = self._southbound()
         if not remote:
@@ -43,14 +45,15 @@ class PodTruth:
             verdict = ovsdb.follow_rows(
                 remote, ovsdb.SB_SCHEMA, "Port_Binding",
                 ("logical_port", [pod.port_name(e["interface"]) for e in entries]), BINDING_COLUMNS,
-                lambda rows: binding_verdict(pod, entries, rows, macs), self.config.binding_seconds,
+                lambda rows: binding_verdict(pod, entries, rows, macs, launcher), self.config.binding_seconds,
                 tls=tls, field="ovn_sb")
         except DatabaseUnreachable as exc:
             raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: cannot check its interfaces against OVN: %s" % (
                 namespace, name, exc))
         if verdict is None:
-            raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: OVN has no port with port security for %s after %ss" % (
-                namespace, name, ", ".join(e["interface"] for e in entries), self.config.binding_seconds))
+            raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: OVN has no port with port security for %s after %ss%s" % (
+                namespace, name, ", ".join(e["interface"] for e in entries), self.config.binding_seconds,
+                " that lets this launcher (UID %s) attach it" % launcher if launcher else ""))
         if verdict:
             raise cni.CNIError(NOT_IN_OVN, "pod %s/%s: its %s annotation is not what OVN holds, refused: %s" % (
                 namespace, name, annotations.IFACE_LIST, "; ".join(verdict)))

@@ -305,10 +305,14 @@ class Policies:
         return resolve
 
     def _live_pods(self):
-        """``[(namespace, name, labels)]`` of the pods not being deleted."""
+        """``[(namespace, name, labels)]`` of the pods not being deleted,
+        ``name`` the one their ports carry (a VM's launcher's are its VM's,
+        :meth:`.vm_watch.Vms.port_owner`; a launcher that is not its VMI's
+        has none)."""
         with self.watcher.lock:
-            return [(p.metadata.namespace, p.metadata.name, dict(p.metadata.labels or {}))
-                    for p in self.watcher.cache.values() if not p.metadata.deletion_timestamp]
+            pods = [p for p in self.watcher.cache.values() if not p.metadata.deletion_timestamp]
+        owners = [(p, self.watcher.vms.port_owner(p)) for p in pods]
+        return [(p.metadata.namespace, owner[0], dict(p.metadata.labels or {})) for p, owner in owners if owner]
 
     def _pod_ports(self, view):
         """``{(namespace, pod): [(port name, [IPAddress])]}`` of the pods'

@@ -185,8 +185,10 @@ class Services:
                 pods = [p for p in self.watcher.cache.values()
                         if p.metadata.namespace == service.namespace
                         and service.selects(p.metadata.labels)]
-            return [services.Endpoint(is_ready(p), named_ports(p), pod=p.metadata.name, uid=p.metadata.uid)
-                    for p in pods]
+            # a VM's launcher stands for the VM's ports (vm_watch.port_owner)
+            owners = [(p, self.watcher.vms.port_owner(p)) for p in pods]
+            return [services.Endpoint(is_ready(p), named_ports(p), pod=owner[0], uid=owner[1])
+                    for p, owner in owners if owner]
         with self.lock:
             return [e for key, found in self.slices.values() if key == service.key for e in found]
 

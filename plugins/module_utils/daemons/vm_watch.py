@@ -27,6 +27,7 @@ import logging
 import threading
 
 from ..cluster import pod_ports, vms
+from ..ovsdb.execution import Batch
 from . import kube
 
 try:
@@ -59,6 +60,7 @@ class Vms:
         self.objects = {VMS: {}, VMIS: {}}      # plural -> {(namespace, name): object}
         self.served = {}                        # plural -> whether the API serves it, once listed
         self.launchers = {}                     # a VM owner's UID -> {pod key: pod}
+        self.owner_of = {}                      # a launcher's key -> its VM owner's UID
         self.watches = [kube.ListWatch(
             plural, None, functools.partial(self.relist, plural), functools.partial(self._list, plural),
             functools.partial(self.observe, plural), watcher.stopping, config.resync_seconds,
@@ -109,33 +111,31 @@ class Vms:
 
     def pod_changed(self, pod, deleted):
         """Take a pod's newest word (the watcher's cache's): a launcher's
-        VM is queued."""
-        vm = vms.launched_vm(pod.metadata)
-        if vm is None:
-            return
-        owner, key = vms.vm_owner(pod.metadata.namespace, vm), "%s/%s" % (pod.metadata.namespace, pod.metadata.name)
+        VM is queued, and so is the VM a pod no longer launches."""
+        vm = None if deleted else vms.launched_vm(pod.metadata)
+        key = "%s/%s" % (pod.metadata.namespace, pod.metadata.name)
+        owner = vms.vm_owner(pod.metadata.namespace, vm).uid if vm is not None else None
         with self.lock:
-            mine = self.launchers.setdefault(owner.uid, {})
-            if deleted:
-                if mine.get(key) is not None and mine[key].metadata.uid == pod.metadata.uid:
-                    del mine[key]
-            else:
-                mine[key] = pod
-            if not mine:
-                del self.launchers[owner.uid]
-        self.queue_vm(pod.metadata.namespace, vm)
+            before = self.owner_of.pop(key, None)
+            if before is not None:
+                mine = self.launchers.get(before, {})
+                mine.pop(key, None)
+                if not mine:
+                    self.launchers.pop(before, None)
+            if owner is not None:
+                self.owner_of[key] = owner
+                self.launchers.setdefault(owner, {})[key] = pod
+        for uid in set((before, owner)) - {None}:
+            namespace, _sep, name = uid[len(vms.VM_PREFIX):].partition("/")
+            self.queue_vm(namespace, name)
 
     def pods_listed(self, pods):
         """Take a list of every pod (the watcher's resync) as the launchers."""
-        fresh = {}
-        for pod in pods:
-            vm = vms.launched_vm(pod.metadata)
-            if vm is not None:
-                fresh.setdefault(vms.vm_owner(pod.metadata.namespace, vm).uid, {})[
-                    "%s/%s" % (pod.metadata.namespace, pod.metadata.name)] = pod
         with self.lock:
-            old, self.launchers = self.launchers, fresh
-        for uid in set(old) | set(fresh):
+            old, self.launchers, self.owner_of = self.launchers, {}, {}
+        for pod in pods:
+            self.pod_changed(pod, False)
+        for uid in old:
             namespace, _sep, vm = uid[len(vms.VM_PREFIX):].partition("/")
             self.queue_vm(namespace, vm)
 
@@ -164,42 +164,71 @@ class Vms:
             return "VirtualMachineInstance %s/%s does not name it among its active pods (yet)" % (meta.namespace, vm)
         return None
 
-    def _running(self, owner):
-        """The launchers of ``owner`` that run and are the VMI's."""
+    def running(self, owner):
+        """``[(key, pod)]`` of the launchers of ``owner`` that run and are
+        the VMI's, oldest first."""
         with self.lock:
             pods = list((self.launchers.get(owner.uid) or {}).items())
-        return [(key, pod) for key, pod in pods
-                if vms.running(pod) and self.refusal(pod, vms.vm_of(owner.name)) is None]
+        return sorted(((key, pod) for key, pod in pods
+                       if vms.running(pod) and self.refusal(pod, vms.vm_of(owner.name)) is None),
+                      key=lambda kp: (str(kp[1].metadata.creation_timestamp), kp[0]))
+
+    def port_owner(self, pod):
+        """``(name, UID)`` that a pod's ports carry: its VM's for a launcher
+        that runs and is its VMI's, None for another launcher (it has
+        none), its own for any other pod. How Services, chains and policies
+        find a pod's ports."""
+        owner = vms.owner_of(pod.metadata)
+        if not vms.vm_of(owner.name):
+            return owner.name, owner.uid
+        key = "%s/%s" % (pod.metadata.namespace, pod.metadata.name)
+        return (owner.name, owner.uid) if key in dict(self.running(owner)) else None
+
+    def planner(self, owner):
+        """The key of the launcher whose requests make the VM's ports: the
+        oldest that runs and is its VMI's. The others are told what it
+        was given, and nothing else."""
+        running = self.running(owner)
+        return running[0][0] if running else None
+
+    def exists(self, namespace, vm):
+        with self.lock:
+            return (namespace, vm) in self.objects[VMS] or (namespace, vm) in self.objects[VMIS]
 
     # -- a VM's key ------------------------------------------------------------
     def handle(self, namespace, name):
-        """Free the VM's ports once nothing of it is left; otherwise bind them
-        where its launchers run, and queue its launchers."""
+        """Free the VM's ports once nothing of it is left (no VirtualMachine,
+        no VMI, no launcher that runs); otherwise record who may attach
+        them and bind them where its launchers run, and queue its
+        launchers."""
         vm = vms.vm_of(name)
         owner, watcher = vms.vm_owner(namespace, vm), self.watcher
-        running = self._running(owner)
-        with self.lock:
-            exists = (namespace, vm) in self.objects[VMS] or (namespace, vm) in self.objects[VMIS]
-            others = list(self.launchers.get(owner.uid) or {})
-        if not running and not exists and not others:
+        running = self.running(owner)
+        if not running and not self.exists(namespace, vm):
             if not (self.listed() and watcher.listed.is_set()):
                 watcher.queue.add_after("%s/%s" % (namespace, name), 1.0)      # not known yet: never free on a guess
                 return
             if watcher.nb.read(lambda _idl: watcher.addresses.holds_others(namespace, name, None)):
-                watcher._execute(lambda view: pod_ports.plan_release(view, namespace, name, None, watcher.addresses))
-                LOG.info("VM %s/%s is gone (no VirtualMachine, no VMI, no launcher); its ports are freed",
-                         namespace, vm)
+                def release(view):
+                    if self.running(owner) or self.exists(namespace, vm):
+                        return Batch()          # a launcher or the VMI came meanwhile
+                    return pod_ports.plan_release(view, namespace, name, None, watcher.addresses)
+                if watcher._execute(release).changed:
+                    LOG.info("VM %s/%s is gone (no VirtualMachine, no VMI, no launcher that runs); its ports are "
+                             "freed", namespace, vm)
             return
         if not running:
-            LOG.info("VM %s/%s runs nowhere; its ports are kept while its %s", namespace, vm,
-                     "launchers are there" if others else "VirtualMachine or VMI is")
-            return
+            LOG.info("VM %s/%s runs nowhere; its ports are kept while its VirtualMachine or VMI is", namespace, vm)
         options = vms.binding([(pod.metadata.creation_timestamp, pod.spec.node_name) for _k, pod in running])
         plan = watcher._execute(lambda view: pod_ports.plan_binding(
-            view, watcher.addresses.ports_of(view, namespace, name), options))
+            view, watcher.addresses.ports_of(view, namespace, name), options,
+            [pod.metadata.uid for _k, pod in running]))
         if plan.changed:
-            LOG.info("VM %s/%s: bound %s", namespace, vm, ", ".join(
-                "%s=%s" % (k, v) for k, v in sorted(options.items()) if v is not None))
+            LOG.info("VM %s/%s: %s; launchers %s", namespace, vm, ", ".join(
+                "%s=%s" % (k, v) for k, v in sorted((options or {}).items()) if v is not None) or "runs nowhere",
+                ", ".join(key for key, _pod in running) or "none")
+        with self.lock:
+            others = list(self.launchers.get(owner.uid) or {})
         for key in others:
             watcher.served_as.pop(key, None)
             watcher.queue.add(key)

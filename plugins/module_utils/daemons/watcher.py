@@ -318,12 +318,13 @@ class Watcher:
             return
         meta = pod.metadata
         found = dict(meta.annotations or {})
+        owner = vms.owner_of(meta)      # the pod, or the VM it launches
         try:
             _source, requests = annotations.parse_requests(found, self.config.default_network)
             selections = annotations.parse_multus(found, meta.namespace)
             if selections:
                 requests = annotations.check_interfaces(
-                    requests + self.multus.requests(found, selections, meta.uid), "pod %s" % key)
+                    requests + self.multus.requests(found, selections, owner.uid), "pod %s" % key)
         except ValidationError as exc:
             self._refuse(key, pod, exc.reason, str(exc))
             return
@@ -334,7 +335,6 @@ class Watcher:
                 " > ".join(annotations.FORMS)))
         if not requests:
             return
-        owner = vms.owner_of(meta)
         if vms.vm_of(owner.name) and not self.vms.listed():
             self.queue.add_after(key, 1.0)      # whether it is its VMI's launcher is not known yet
             return
@@ -364,12 +364,30 @@ class Watcher:
         if patch and right and secured and all(found.get(k) == v for k, v in patch.items()):
             self._served(key, (meta.uid, found))
             return      # already done, as the MODIFIED event of our own patch shows
+        planner = self.vms.planner(owner) if vms.vm_of(owner.name) else key
+        if planner != key:
+            # another launcher of the VM makes its ports; this one is told what they hold, if it asks the same
+            if patch and not right:
+                self.report(pod, pod_ports.CONFLICT, "VM %s's ports are made from its launcher %s's request; this "
+                            "launcher asks for other addresses" % (vms.vm_of(owner.name), planner))
+            elif patch:
+                self.writer.patch(meta, {"metadata": {"annotations": patch}})
+                self._served(key, (meta.uid, dict(found, **patch)))
+            return      # the VM's key queues it again when its ports change
         try:
             # a port gone from under a served pod is made with the addresses it was told
             # with its labels, a new port joins its policies' groups as it is made
             labels = dict(meta.labels or {}) if self.policies else None
-            self._execute(lambda view: pod_ports.plan_pod(
-                view, owner, pod_ports.pinned(view, owner, requests, found), self.addresses, labels))
+            # a VM's only launcher: the VM's ports of interfaces it no longer asks for go
+            sole = vms.vm_of(owner.name) and len(self.vms.running(owner)) == 1
+
+            def plan(view):
+                batch = pod_ports.plan_pod(view, owner, pod_ports.pinned(view, owner, requests, found),
+                                           self.addresses, labels)
+                if sole:
+                    batch.add(pod_ports.plan_drop(view, owner, [r.interface for r in requests], self.addresses))
+                return batch
+            self._execute(plan)
         except ValidationError as exc:
             self.pending.pop(key, None)
             self._refuse(key, pod, exc.reason, str(exc))
