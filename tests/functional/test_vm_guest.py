@@ -1,0 +1,128 @@
+"""A real VM on the real data plane: the lab's guest (a Debian kernel and
+a busybox initramfs, lab/guest) under QEMU, plugged into a launcher pod's
+namespace by lab/vmm.py the way KubeVirt's bridge binding does it, gets
+exactly its port's address, router, routes and MTU from OVN's DHCP (port
+security on the port's MAC: only the guest, with the interface's original
+MAC, may speak), and reaches another pod on the switch; then it is
+live-migrated to a second QEMU in a second pod namespace and keeps
+running: the same uptime counting on, the same address, a TCP connection
+to it still open, and QEMU announcing its MAC (RARP) from the target.
+
+One chassis, as in test_dhcp_dataplane: ovs-vswitchd (userspace datapath)
+and ovn-controller in a namespace that is the node; pods are namespaces of
+their own on br-int. QEMU runs in this machine's namespace, as on a node,
+and migrates over loopback. A migration between chassis activates the
+port on the target by that RARP (requested-chassis with
+activation-strategy=rarp, the lab's part); with one chassis here the test
+moves the port's binding (its iface-id) from the source's OVS port to the
+target's after the migration, which is the step that strategy automates.
+
+Traffic goes only between the test's namespaces, and over loopback.
+"""
+
+import json
+import socket
+import subprocess
+import time
+
+import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_ports
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
+from tests.harness.dataplane import Node, ip, ns_name, ping
+from tests.harness.guest import Vmm
+
+NETWORK = {"name": "vmnet", "subnet": "10.61.0.0/24", "mtu": 1400,
+           "routes": [{"dst": "192.168.71.0/24", "gw": "10.61.0.254"}],
+           "dhcp": {"lease_time": 600}}
+GATEWAY = "10.61.0.1"
+ECHO_PORT = 7777
+
+
+def nb(node, compute):
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        return execute(db, compute, write=True)
+
+
+def make_port(node, pod_name, request):
+    """A pod's port made as the watcher makes one; its (name, MAC, IP)."""
+    pod = pod_ports.Pod("default", pod_name, "uid-" + pod_name)
+    reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([request])})[1]
+    nb(node, lambda v: pod_ports.plan_pod(v, pod, reqs))
+    name = pod.port_name(request["interface"])
+    row = [r for r in node.box.rows("nb", "Logical_Switch_Port") if r["name"] == name][0]
+    words = (row["addresses"] if isinstance(row["addresses"], str) else row["addresses"][0]).split()
+    return name, words[0], words[1]
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """A chassis, the network with DHCP, a launcher pod's namespace bound
+    to its port (an interface configured inside: no address in the pod),
+    and a peer pod with its address; vmm with a state directory of its own."""
+    node = Node()
+    try:
+        node.join()
+        nb(node, lambda v: plan_topology(v, {}, "merged"))
+        nb(node, lambda v: vn.plan_networks(v, [("n", vn.check_network(NETWORK, "n"))], "merged", "ovn"))
+        node.vm_port, node.vm_mac, node.vm_ip = make_port(
+            node, "virt-launcher-vm1", {"name": "vmnet", "interface": "net0", "dhcp": True})
+        peer_port, peer_mac, node.peer_ip = make_port(node, "peer", {"name": "vmnet", "interface": "net0"})
+        node.launcher = node.attach("vm", "br-int", node.vm_mac, None, iface_id=node.vm_port)
+        node.peer = node.attach("peer", "br-int", peer_mac, node.peer_ip + "/24", gateway=GATEWAY,
+                                iface_id=peer_port)
+        node.wait_hv()
+        with Vmm() as vmm:
+            node.vmm = vmm
+            yield node
+        assert node.log_errors() == []
+    finally:
+        node.stop()
+
+
+def guest(lab_, name, command, timeout=30):
+    """The output of ``command`` in the guest ``name``, which must succeed."""
+    code, output = lab_.vmm.console(name, command, timeout)
+    assert code == 0, "%s in the guest: exit %d\n%s" % (command, code, output)
+    return output
+
+
+def uptime(lab_, name):
+    return float(guest(lab_, name, "cat /proc/uptime").split()[0])
+
+
+def test_the_guest_gets_its_port_s_lease_by_the_bridge_binding_and_reaches_a_pod(lab):
+    started = time.monotonic()
+    report = lab.vmm.start("vm1", "/var/run/netns/" + lab.launcher, "eth0")
+    lease = lab.vmm.wait_dhcp("vm1")
+    lab.boot_to_lease = time.monotonic() - started
+    print("accel %s (%s): console after %.2f s, lease after %.2f s (guest uptime %.2f s)" % (
+        report["accel"], report["accel_reason"], report["boot_seconds"], lab.boot_to_lease, lease["bound_uptime"]))
+    assert report["mac"] == lab.vm_mac
+
+    # the pod's side: the interface in the bridge with another MAC, the tap beside it
+    links = {link["ifname"]: link for link in json.loads(ip("ip", "-j", "-d", "link", netns=lab.launcher).stdout)}
+    assert links["eth0"]["address"] == report["pod_side_mac"] != lab.vm_mac
+    assert links["eth0"]["master"] == links["tap-eth0"]["master"] == "k6t-eth0"
+    assert not json.loads(ip("ip", "-j", "addr", "show", "dev", "eth0", netns=lab.launcher).stdout)[0]["addr_info"]
+
+    # the guest: the port's MAC, address, MTU, router and routes, as OVN's DHCP gave them
+    assert lease["address"] == lab.vm_ip + "/24"
+    assert lease["lease"]["mtu"] == "1400"
+    assert lease["lease"]["serverid"] == GATEWAY
+    assert guest(lab, "vm1", "cat /sys/class/net/eth0/address /sys/class/net/eth0/mtu").split() == [lab.vm_mac, "1400"]
+    addresses = guest(lab, "vm1", "ip -o -4 addr show dev eth0").split()
+    assert addresses[addresses.index("inet") + 1] == lab.vm_ip + "/24"
+    routes = sorted(line.split()[:5] for line in guest(lab, "vm1", "ip -4 route show").splitlines())
+    assert routes == sorted([["default", "via", GATEWAY, "dev", "eth0"],
+                             ["10.61.0.0/24", "dev", "eth0", "scope", "link"],
+                             ["192.168.71.0/24", "via", "10.61.0.254", "dev", "eth0"]])
+
+    # both ways on the switch: the guest to the pod, the pod to the guest
+    guest(lab, "vm1", "ping -c 3 -W 2 %s" % lab.peer_ip)
+    assert ping(lab.peer, lab.vm_ip)

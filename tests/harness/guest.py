@@ -1,0 +1,144 @@
+"""The lab's VM guest on this machine, for tests: lab/vmm.py run as the
+nodes run it (a process of Debian's python3, with Debian's pyroute2), on
+the guest lab/guest/build.py makes, with a state directory of the test's
+own.
+
+:class:`Vmm` is a context: leaving it stops every VM it started (QEMU
+quit, or killed; the pod's interface out of the bridge binding, its MAC
+back), also after a failure. The pod namespaces themselves are the
+data-plane harness's (:class:`tests.harness.dataplane.Node`), which
+deletes them, and with them any bridge or tap left inside.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+from lab.guest import build
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VMM = os.path.join(ROOT, "lab", "vmm.py")
+# the nodes' Python and pyroute2, not the venv's
+PYTHON = "/usr/bin/python3"
+# where the node image puts the guest (lab/Containerfile)
+IMAGE_GUEST_DIR = "/usr/lib/ovn4nfv/guest"
+
+
+def guest_dir():
+    """The guest's kernel and initramfs: ``OVN4NFV_GUEST_DIR`` when set;
+    else lab/guest/out, built (or found current: the build is cached) from
+    this machine's apt sources; else, where nothing can be built (the node
+    image's container, with no network), the image's own copy."""
+    if os.environ.get("OVN4NFV_GUEST_DIR"):
+        return os.environ["OVN4NFV_GUEST_DIR"]
+    try:
+        build.build()
+        return build.OUT
+    except (OSError, RuntimeError):
+        if build.current(IMAGE_GUEST_DIR):
+            return IMAGE_GUEST_DIR
+        raise
+
+
+class VmmFailed(AssertionError):
+    """lab/vmm.py exited non-zero where a test expected it to succeed."""
+
+
+class Vmm:
+    """lab/vmm.py with a state directory of its own (short: the QMP and
+    serial sockets' paths must fit a Unix socket's)."""
+
+    def __init__(self, guest=None):
+        self.guest = guest or guest_dir()
+        self.state_dir = tempfile.mkdtemp(prefix="o4n-vmm-")
+        self.names = []
+
+    def run(self, subcommand, *args, timeout=300, check=True):
+        """``vmm.py SUBCOMMAND --state-dir <ours> ARGS...``; raises
+        :class:`VmmFailed` with vmm's words and the guest's console output
+        when ``check`` and it fails."""
+        result = subprocess.run([PYTHON, VMM, subcommand, "--state-dir", self.state_dir] + list(args),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                                timeout=timeout, check=False)
+        if check and result.returncode != 0:
+            raise VmmFailed("vmm %s failed (%d): %s%s" % (subcommand, result.returncode, result.stderr.strip(),
+                                                         self._serial_tail(args)))
+        return result
+
+    def _serial_tail(self, args):
+        """The guest's serial output so far, for a failure's message."""
+        name = args[args.index("--name") + 1] if "--name" in args else None
+        log = os.path.join(self.state_dir, name or "-", "serial.log")
+        if os.path.exists(log):
+            with open(log, errors="replace") as handle:
+                return "\nserial console:\n" + handle.read()[-3000:]
+        return ""
+
+    def start(self, name, netns, interface="eth0", incoming=None, listen="127.0.0.1", accel="auto"):
+        """Start a VM (or a migration's target) on the pod's interface; vmm's
+        report (accel, boot_seconds, MACs...)."""
+        args = ["start", "--name", name, "--netns", netns, "--interface", interface, "--guest-dir", self.guest,
+                "--accel", accel]
+        if incoming:
+            args += ["--incoming", str(incoming), "--listen", listen]
+        self.names.append(name)
+        return json.loads(self.run(*args).stdout)
+
+    def console(self, name, command, timeout=30):
+        """(exit code, output) of ``command`` in the guest."""
+        result = self.run("console", "--name", name, "--timeout", str(timeout), "--", command, timeout=timeout + 30, check=False)
+        if result.returncode != 0 and result.stderr.startswith("vmm:"):
+            raise VmmFailed(result.stderr.strip())
+        return result.returncode, result.stdout
+
+    def wait_dhcp(self, name, timeout=60):
+        return json.loads(self.run("wait-dhcp", "--name", name, "--timeout", str(timeout),
+                                   timeout=timeout + 30).stdout)
+
+    def migrate(self, name, to, timeout=120):
+        return json.loads(self.run("migrate", "--name", name, "--to", to, "--timeout", str(timeout),
+                                   timeout=timeout + 30).stdout)
+
+    def status(self, name):
+        return json.loads(self.run("status", "--name", name).stdout)
+
+    def stop(self, name):
+        return json.loads(self.run("stop", "--name", name, timeout=120).stdout)
+
+    def close(self, report=True):
+        """Stop every VM (vmm's stop; a QEMU that outlives it is killed by
+        its pidfile) and drop the state directory; a failed stop is raised
+        when ``report`` (not over a test's own failure)."""
+        errors = []
+        for name in reversed(self.names):
+            try:
+                self.stop(name)
+            except (VmmFailed, subprocess.SubprocessError) as exc:
+                errors.append(str(exc))
+        for dirpath, _dirs, files in os.walk(self.state_dir):
+            if "qemu.pid" in files:
+                with open(os.path.join(dirpath, "qemu.pid")) as handle:
+                    pid = int(handle.read().strip() or 0)
+                if pid and _is_qemu(pid, dirpath):
+                    os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+        self.names = []
+        if errors and report:
+            raise VmmFailed("; ".join(errors))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close(report=exc_info[0] is None)
+
+
+def _is_qemu(pid, directory):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return directory.encode() in handle.read()
+    except OSError:
+        return False
