@@ -77,7 +77,7 @@ import time
 STATE_DIR = "/run/ovn4nfv/vmm"
 GUEST_DIR = "/usr/lib/ovn4nfv/guest"
 QEMU = "qemu-system-x86_64"
-MACHINE = "q35"
+MACHINE = "pc-q35-7.2"
 MEMORY_MB = 128
 APPEND = "console=ttyS0 quiet panic=-1"
 READY = b"<<<O4N-READY>>>"
@@ -371,6 +371,7 @@ def inspect_interface(netns_path, iface):
                 raise VmmError("no interface %s in %s" % (iface, netns_path))
             link = _link(ipr, index)
             link["ipv6_disabled"] = _ipv6_disabled(iface)
+            link["ipv4"] = [a.get_attr("IFA_ADDRESS") for a in ipr.get_addr(family=socket.AF_INET, index=index)]
             return link
 
 
@@ -489,7 +490,7 @@ class Qmp:
             message["arguments"] = arguments
         self.stream.write(json.dumps(message).encode() + b"\n")
         self.stream.flush()
-        for _ in range(10000):
+        for _message in range(10000):
             reply = self._read()
             if "event" in reply:
                 self.events.append(reply)
@@ -615,6 +616,11 @@ def start(args):
         link = inspect_interface(args.netns, args.interface)
         if link["master"]:
             raise VmmError("%s in %s is in a bridge already" % (args.interface, args.netns))
+        if link["ipv4"]:
+            # the guest, not the pod, holds the port's address: an interface
+            # configured inside (the request's dhcp: true) has none
+            raise VmmError("%s in %s has an address (%s): the VM's interface is one configured inside, by DHCP" % (
+                args.interface, args.netns, ", ".join(link["ipv4"])))
         if args.accel == "auto":
             usable, why = kvm_verdict(base)
             accel = "kvm" if usable else "tcg"
@@ -642,11 +648,12 @@ def start(args):
                 save_state(directory, state)
                 booted = _boot(state, directory, args)
             if booted is None and not args.incoming:
-                raise VmmError("the guest did not reach its console (see %s)" % paths(directory)["serial_log"])
+                raise VmmError("the guest did not reach its console under %s; %s" % (
+                    state["accel"], _logs(directory)))
         except BaseException:
             _teardown(directory, load_state(directory) or state)
             raise
-        state["boot_seconds"] = booted
+        state["boot_seconds"] = None if args.incoming else booted
         save_state(directory, state)
     report = {k: state[k] for k in ("name", "accel", "accel_reason", "mac", "pod_side_mac", "bridge", "tap",
                                     "incoming", "boot_seconds")}
@@ -665,7 +672,21 @@ def _boot(state, directory, args):
         os.close(fd)
     if state.get("incoming"):
         return 0
-    return wait_ready(directory, args.kvm_boot if state["accel"] == "kvm" else args.boot_timeout)
+    trial = state["accel"] == "kvm" and args.accel == "auto"
+    return wait_ready(directory, args.kvm_boot if trial else args.boot_timeout)
+
+
+def _logs(directory):
+    """The ends of QEMU's log and of the guest's serial output, for an
+    error's message (the state directory goes with the failed VM)."""
+    tails = []
+    for key in ("qemu_log", "serial_log"):
+        try:
+            with open(paths(directory)[key], errors="replace") as handle:
+                tails.append("%s: %s" % (key.replace("_", " "), handle.read()[-1500:].strip() or "(empty)"))
+        except FileNotFoundError:
+            tails.append("%s: (none)" % key.replace("_", " "))
+    return "; ".join(tails)
 
 
 def _teardown(directory, state, keep_dir=False):
@@ -690,8 +711,16 @@ def stop(args):
     return {"name": args.name, "stopped": True}
 
 
-def run_console(args):
+def existing(args):
+    """The state directory of the VM ``--name``, which must exist."""
     directory = vm_dir(os.path.abspath(args.state_dir), args.name)
+    if load_state(directory) is None:
+        raise VmmError("no VM %s in %s" % (args.name, os.path.abspath(args.state_dir)))
+    return directory
+
+
+def run_console(args):
+    directory = existing(args)
     command = " ".join(args.argv[1:] if args.argv[:1] == ["--"] else args.argv)
     if not command:
         raise VmmError("console needs a command after --")
@@ -702,7 +731,7 @@ def run_console(args):
 
 
 def run_wait_dhcp(args):
-    return wait_dhcp(vm_dir(os.path.abspath(args.state_dir), args.name), args.timeout)
+    return wait_dhcp(existing(args), args.timeout)
 
 
 MIGRATION_FIGURES = ("status", "total-time", "downtime", "expected-downtime", "setup-time")
@@ -711,10 +740,10 @@ MIGRATION_FIGURES = ("status", "total-time", "downtime", "expected-downtime", "s
 def migrate(args):
     """QMP ``migrate`` to the target, ``query-migrate`` polled until it is
     completed or failed, or cancelled after ``--timeout`` seconds."""
-    directory = vm_dir(os.path.abspath(args.state_dir), args.name)
+    directory = existing(args)
     if not qemu_alive(directory):
         raise VmmError("%s does not run here" % args.name)
-    host, _, port = args.to.rpartition(":")
+    host, _colon, port = args.to.rpartition(":")
     if not host or not port.isdigit():
         raise VmmError("--to is HOST:PORT, not %r" % args.to)
     with Qmp(paths(directory)["qmp"]) as qmp:
@@ -746,7 +775,7 @@ def _finished(info):
 
 
 def announce(args):
-    directory = vm_dir(os.path.abspath(args.state_dir), args.name)
+    directory = existing(args)
     with Qmp(paths(directory)["qmp"]) as qmp:
         qmp.execute("announce-self", initial=50, max=550, rounds=5, step=100)
     return {"name": args.name, "announced": True}

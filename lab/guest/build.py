@@ -239,7 +239,7 @@ def initramfs(busybox, applets, modules):
             archive.symlink(applet, "/bin/busybox")
     for name, body in modules:
         archive.file("lib/modules/%s.ko" % name, body)
-    archive.file("lib/modules/load-order", "".join(name + "\n" for name, _ in modules).encode())
+    archive.file("lib/modules/load-order", "".join(name + "\n" for name, _body in modules).encode())
     for source, target, mode in FILES:
         parents(target)
         with open(os.path.join(HERE, source), "rb") as handle:
@@ -274,7 +274,7 @@ def build(out=OUT, force=False):
     try:
         os.chmod(work, 0o755)        # apt's sandbox user downloads into it
         _run(["apt-get", "download", "-q"] + ["%s=%s" % p for p in pkgs], cwd=work)
-        debs = {name: os.path.join(work, f) for f in os.listdir(work) for name, _ in pkgs
+        debs = {name: os.path.join(work, f) for f in os.listdir(work) for name, _version in pkgs
                 if f.startswith(name + "_") and f.endswith(".deb")}
         trees = {}
         for name, deb in debs.items():
@@ -298,7 +298,7 @@ def build(out=OUT, force=False):
         with open(os.path.join(staged, "initramfs.gz"), "wb") as handle:
             handle.write(image)
         manifest = {"key": key, "packages": dict(pkgs), "kernel_release": release,
-                    "modules": [name for name, _ in order],
+                    "modules": [name for name, _path in order],
                     "sizes": {f: os.path.getsize(os.path.join(staged, f)) for f in ("vmlinuz", "initramfs.gz")},
                     "build_seconds": round(time.monotonic() - started, 1)}
         with open(os.path.join(staged, MANIFEST), "w") as handle:

@@ -22,7 +22,6 @@ Traffic goes only between the test's namespaces, and over loopback.
 
 import json
 import socket
-import subprocess
 import time
 
 import pytest
@@ -34,8 +33,8 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology impor
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
-from tests.harness.dataplane import Node, ip, ns_name, ping
-from tests.harness.guest import Vmm
+from tests.harness.dataplane import Node, ip, ping
+from tests.harness.guest import AnnounceWatch, Session, Vmm
 
 NETWORK = {"name": "vmnet", "subnet": "10.61.0.0/24", "mtu": 1400,
            "routes": [{"dst": "192.168.71.0/24", "gw": "10.61.0.254"}],
@@ -126,3 +125,64 @@ def test_the_guest_gets_its_port_s_lease_by_the_bridge_binding_and_reaches_a_pod
     # both ways on the switch: the guest to the pod, the pod to the guest
     guest(lab, "vm1", "ping -c 3 -W 2 %s" % lab.peer_ip)
     assert ping(lab.peer, lab.vm_ip)
+
+
+def free_port():
+    """A TCP port free on loopback now (the migration target's)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_live_migration_keeps_the_guest_its_address_and_a_tcp_connection(lab):
+    if "vm1" not in lab.vmm.names:
+        lab.vmm.start("vm1", "/var/run/netns/" + lab.launcher, "eth0")
+        lab.vmm.wait_dhcp("vm1")
+    # the target's launcher pod: the same port's MAC, its OVS port not bound yet
+    target_ns = lab.attach("vmtarget", "br-int", lab.vm_mac, None)
+    before = uptime(lab, "vm1")
+    session = Session(lab.peer, lab.vm_ip, ECHO_PORT)
+    try:
+        assert session.echo("before the migration") == "before the migration"
+        port = free_port()
+        target = lab.vmm.start("vm1-target", "/var/run/netns/" + target_ns, "eth0", incoming=port)
+        assert target["mac"] == lab.vm_mac
+        watch = AnnounceWatch(target_ns, "eth0", lab.vm_mac)
+        try:
+            started = time.monotonic()
+            report = lab.vmm.migrate("vm1", "127.0.0.1:%d" % port)
+            took = time.monotonic() - started
+            announced = watch.result()
+        finally:
+            watch.stop()
+        print("migration: %.2f s here; QEMU: total %s ms, downtime %s ms, setup %s ms, %s bytes sent; %s" % (
+            took, report.get("total-time"), report.get("downtime"), report.get("setup-time"),
+            report["ram"]["transferred"], announced))
+        assert report["status"] == "completed" and report["source_status"] == "postmigrate"
+        # QEMU announced the guest's MAC from the target: a RARP from it
+        assert announced == "rarp %s op 3 target %s" % (lab.vm_mac, lab.vm_mac)
+        assert lab.vmm.status("vm1-target")["status"] == "running"
+
+        # what requested-chassis with activation-strategy=rarp does between
+        # chassis: the port bound where the guest now runs
+        lab.box.run("ovs-vsctl", "--db=" + lab.box.ovs_db, "remove", "interface", "vm-h", "external_ids", "iface-id",
+                    "--", "set", "interface", "vmtarget-h", "external_ids:iface-id=" + lab.vm_port)
+        lab.wait_hv()
+
+        # the same guest: its clock went on, its address is the port's still
+        after = uptime(lab, "vm1-target")
+        assert after > before
+        addresses = guest(lab, "vm1-target", "ip -o -4 addr show dev eth0").split()
+        assert addresses[addresses.index("inet") + 1] == lab.vm_ip + "/24"
+        # the connection made to the source is open on the target
+        assert session.echo("after the migration") == "after the migration"
+        guest(lab, "vm1-target", "ping -c 3 -W 2 %s" % lab.peer_ip)
+    finally:
+        session.close()
+
+    # the source stopped: its pod's interface is as the CNI plugin left it
+    lab.vmm.stop("vm1")
+    links = {link["ifname"]: link for link in json.loads(ip("ip", "-j", "link", netns=lab.launcher).stdout)}
+    assert sorted(links) == ["eth0", "lo"]
+    assert links["eth0"]["address"] == lab.vm_mac and "master" not in links["eth0"]
+    assert ip("cat", "/proc/sys/net/ipv6/conf/eth0/disable_ipv6", netns=lab.launcher).stdout.strip() == "0"

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 
 from lab.guest import build
+from tests.harness.dataplane import ns_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VMM = os.path.join(ROOT, "lab", "vmm.py")
@@ -64,8 +65,8 @@ class Vmm:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                                 timeout=timeout, check=False)
         if check and result.returncode != 0:
-            raise VmmFailed("vmm %s failed (%d): %s%s" % (subcommand, result.returncode, result.stderr.strip(),
-                                                         self._serial_tail(args)))
+            raise VmmFailed("vmm %s failed (%d): %s%s" % (
+                subcommand, result.returncode, result.stderr.strip(), self._serial_tail(args)))
         return result
 
     def _serial_tail(self, args):
@@ -142,3 +143,97 @@ def _is_qemu(pid, directory):
             return directory.encode() in handle.read()
     except OSError:
         return False
+
+
+ANNOUNCE_WATCH = r"""
+import socket, sys, time
+ifname, mac, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+# ETH_P_ALL: a socket for one protocol does not see the frames the host sends
+sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+sock.bind((ifname, 0))
+print("listening", flush=True)
+end = time.monotonic() + timeout
+while time.monotonic() < end:
+    sock.settimeout(max(0.01, end - time.monotonic()))
+    try:
+        frame = sock.recv(2048)
+    except socket.timeout:
+        break
+    source = ":".join("%02x" % b for b in frame[6:12])
+    if frame[12:14] == b"\x80\x35" and source == mac:
+        # RFC 903: opcode 3 (request reverse), the target hardware address the sender's
+        print("rarp %s op %d target %s" % (source, frame[20] << 8 | frame[21],
+                                           ":".join("%02x" % b for b in frame[32:38])), flush=True)
+        break
+"""
+
+
+class AnnounceWatch:
+    """Watches ``ifname`` in ``netns`` for a RARP frame from ``mac`` (what
+    QEMU sends for the guest's NIC after a migration, and what OVN's
+    activation-strategy=rarp waits for), for at most ``timeout`` seconds
+    from its start. :meth:`result` is the frame's description, or None."""
+
+    def __init__(self, netns, ifname, mac, timeout=60):
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns_name(netns), PYTHON, "-c", ANNOUNCE_WATCH, ifname,
+                                      mac, str(timeout)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     universal_newlines=True)
+        self.timeout = timeout
+        if self.proc.stdout.readline().strip() != "listening":
+            self.proc.kill()
+            raise AssertionError("the RARP watch did not start: %s" % self.proc.communicate(timeout=10)[1])
+
+    def result(self):
+        out, _err = self.proc.communicate(timeout=self.timeout + 10)
+        return out.strip() or None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+SESSION = r"""
+import socket, sys
+conn = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[3]))
+print("connected", flush=True)
+for line in sys.stdin:
+    conn.sendall(line.encode())
+    data = b""
+    try:
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        pass
+    print(data.decode().strip() or "-", flush=True)
+"""
+
+
+class Session:
+    """One TCP connection from ``netns`` to ``address``:``port``, kept open
+    by a client process between exchanges: :meth:`echo` sends a line and
+    returns what came back within ``timeout`` seconds ("-" for nothing),
+    on the same connection every time."""
+
+    def __init__(self, netns, address, port, timeout=30):
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns_name(netns), PYTHON, "-c", SESSION, address,
+                                      str(port), str(timeout)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, universal_newlines=True)
+        if self.proc.stdout.readline().strip() != "connected":
+            self.close()
+            raise AssertionError("no TCP connection to %s:%d" % (address, port))
+
+    def echo(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            stream.close()
