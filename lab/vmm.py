@@ -372,6 +372,7 @@ def inspect_interface(netns_path, iface):
             link = _link(ipr, index)
             link["ipv6_disabled"] = _ipv6_disabled(iface)
             link["ipv4"] = [a.get_attr("IFA_ADDRESS") for a in ipr.get_addr(family=socket.AF_INET, index=index)]
+            link["taken"] = [n for n in (bridge_name(iface), tap_name(iface)) if _index(ipr, n) is not None]
             return link
 
 
@@ -616,6 +617,9 @@ def start(args):
         link = inspect_interface(args.netns, args.interface)
         if link["master"]:
             raise VmmError("%s in %s is in a bridge already" % (args.interface, args.netns))
+        if link["taken"]:
+            raise VmmError("%s has a device of the name vmm gives its bridge or tap: %s" % (
+                args.netns, ", ".join(link["taken"])))
         if link["ipv4"]:
             # the guest, not the pod, holds the port's address: an interface
             # configured inside (the request's dhcp: true) has none

@@ -60,71 +60,72 @@ def make_port(node, pod_name, request):
 
 
 @pytest.fixture(scope="module")
-def lab():
+def node():
     """A chassis, the network with DHCP, a launcher pod's namespace bound
     to its port (an interface configured inside: no address in the pod),
     and a peer pod with its address; vmm with a state directory of its own."""
-    node = Node()
+    chassis = Node()
     try:
-        node.join()
-        nb(node, lambda v: plan_topology(v, {}, "merged"))
-        nb(node, lambda v: vn.plan_networks(v, [("n", vn.check_network(NETWORK, "n"))], "merged", "ovn"))
-        node.vm_port, node.vm_mac, node.vm_ip = make_port(
-            node, "virt-launcher-vm1", {"name": "vmnet", "interface": "net0", "dhcp": True})
-        peer_port, peer_mac, node.peer_ip = make_port(node, "peer", {"name": "vmnet", "interface": "net0"})
-        node.launcher = node.attach("vm", "br-int", node.vm_mac, None, iface_id=node.vm_port)
-        node.peer = node.attach("peer", "br-int", peer_mac, node.peer_ip + "/24", gateway=GATEWAY,
-                                iface_id=peer_port)
-        node.wait_hv()
+        chassis.join()
+        nb(chassis, lambda v: plan_topology(v, {}, "merged"))
+        nb(chassis, lambda v: vn.plan_networks(v, [("n", vn.check_network(NETWORK, "n"))], "merged", "ovn"))
+        chassis.vm_port, chassis.vm_mac, chassis.vm_ip = make_port(
+            chassis, "virt-launcher-vm1", {"name": "vmnet", "interface": "net0", "dhcp": True})
+        peer_port, peer_mac, chassis.peer_ip = make_port(chassis, "peer", {"name": "vmnet", "interface": "net0"})
+        chassis.launcher = chassis.attach("vm", "br-int", chassis.vm_mac, None, iface_id=chassis.vm_port)
+        chassis.peer = chassis.attach("peer", "br-int", peer_mac, chassis.peer_ip + "/24", gateway=GATEWAY,
+                                      iface_id=peer_port)
+        chassis.wait_hv()
         with Vmm() as vmm:
-            node.vmm = vmm
-            yield node
-        assert node.log_errors() == []
+            chassis.vmm = vmm
+            yield chassis
+        assert chassis.log_errors() == []
     finally:
-        node.stop()
+        chassis.stop()
 
 
-def guest(lab_, name, command, timeout=30):
+def guest(node, name, command, timeout=30):
     """The output of ``command`` in the guest ``name``, which must succeed."""
-    code, output = lab_.vmm.console(name, command, timeout)
+    code, output = node.vmm.console(name, command, timeout)
     assert code == 0, "%s in the guest: exit %d\n%s" % (command, code, output)
     return output
 
 
-def uptime(lab_, name):
-    return float(guest(lab_, name, "cat /proc/uptime").split()[0])
+def uptime(node, name):
+    return float(guest(node, name, "cat /proc/uptime").split()[0])
 
 
-def test_the_guest_gets_its_port_s_lease_by_the_bridge_binding_and_reaches_a_pod(lab):
+def test_the_guest_gets_its_port_s_lease_by_the_bridge_binding_and_reaches_a_pod(node):
     started = time.monotonic()
-    report = lab.vmm.start("vm1", "/var/run/netns/" + lab.launcher, "eth0")
-    lease = lab.vmm.wait_dhcp("vm1")
-    lab.boot_to_lease = time.monotonic() - started
+    report = node.vmm.start("vm1", "/var/run/netns/" + node.launcher, "eth0")
+    lease = node.vmm.wait_dhcp("vm1")
+    to_lease = time.monotonic() - started
     print("accel %s (%s): console after %.2f s, lease after %.2f s (guest uptime %.2f s)" % (
-        report["accel"], report["accel_reason"], report["boot_seconds"], lab.boot_to_lease, lease["bound_uptime"]))
-    assert report["mac"] == lab.vm_mac
+        report["accel"], report["accel_reason"], report["boot_seconds"], to_lease, lease["bound_uptime"]))
+    assert report["mac"] == node.vm_mac
 
     # the pod's side: the interface in the bridge with another MAC, the tap beside it
-    links = {link["ifname"]: link for link in json.loads(ip("ip", "-j", "-d", "link", netns=lab.launcher).stdout)}
-    assert links["eth0"]["address"] == report["pod_side_mac"] != lab.vm_mac
+    links = {link["ifname"]: link for link in json.loads(ip("ip", "-j", "-d", "link", netns=node.launcher).stdout)}
+    assert links["eth0"]["address"] == report["pod_side_mac"] != node.vm_mac
     assert links["eth0"]["master"] == links["tap-eth0"]["master"] == "k6t-eth0"
-    assert not json.loads(ip("ip", "-j", "addr", "show", "dev", "eth0", netns=lab.launcher).stdout)[0]["addr_info"]
+    assert not json.loads(ip("ip", "-j", "addr", "show", "dev", "eth0", netns=node.launcher).stdout)[0]["addr_info"]
+    assert ip("cat", "/proc/sys/net/ipv6/conf/eth0/disable_ipv6", netns=node.launcher).stdout.strip() == "1"
 
     # the guest: the port's MAC, address, MTU, router and routes, as OVN's DHCP gave them
-    assert lease["address"] == lab.vm_ip + "/24"
+    assert lease["address"] == node.vm_ip + "/24"
     assert lease["lease"]["mtu"] == "1400"
     assert lease["lease"]["serverid"] == GATEWAY
-    assert guest(lab, "vm1", "cat /sys/class/net/eth0/address /sys/class/net/eth0/mtu").split() == [lab.vm_mac, "1400"]
-    addresses = guest(lab, "vm1", "ip -o -4 addr show dev eth0").split()
-    assert addresses[addresses.index("inet") + 1] == lab.vm_ip + "/24"
-    routes = sorted(line.split()[:5] for line in guest(lab, "vm1", "ip -4 route show").splitlines())
+    assert guest(node, "vm1", "cat /sys/class/net/eth0/address /sys/class/net/eth0/mtu").split() == [node.vm_mac, "1400"]
+    addresses = guest(node, "vm1", "ip -o -4 addr show dev eth0").split()
+    assert addresses[addresses.index("inet") + 1] == node.vm_ip + "/24"
+    routes = sorted(line.split()[:5] for line in guest(node, "vm1", "ip -4 route show").splitlines())
     assert routes == sorted([["default", "via", GATEWAY, "dev", "eth0"],
                              ["10.61.0.0/24", "dev", "eth0", "scope", "link"],
                              ["192.168.71.0/24", "via", "10.61.0.254", "dev", "eth0"]])
 
     # both ways on the switch: the guest to the pod, the pod to the guest
-    guest(lab, "vm1", "ping -c 3 -W 2 %s" % lab.peer_ip)
-    assert ping(lab.peer, lab.vm_ip)
+    guest(node, "vm1", "ping -c 3 -W 2 %s" % node.peer_ip)
+    assert ping(node.peer, node.vm_ip)
 
 
 def free_port():
@@ -134,23 +135,24 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def test_a_live_migration_keeps_the_guest_its_address_and_a_tcp_connection(lab):
-    if "vm1" not in lab.vmm.names:
-        lab.vmm.start("vm1", "/var/run/netns/" + lab.launcher, "eth0")
-        lab.vmm.wait_dhcp("vm1")
+def test_a_live_migration_keeps_the_guest_its_address_and_a_tcp_connection(node):
+    if not node.vmm.status("vm1")["exists"]:      # the first test did not start it
+        node.vmm.start("vm1", "/var/run/netns/" + node.launcher, "eth0")
+        node.vmm.wait_dhcp("vm1")
     # the target's launcher pod: the same port's MAC, its OVS port not bound yet
-    target_ns = lab.attach("vmtarget", "br-int", lab.vm_mac, None)
-    before = uptime(lab, "vm1")
-    session = Session(lab.peer, lab.vm_ip, ECHO_PORT)
+    target_ns = node.attach("vmtarget", "br-int", node.vm_mac, None)
+    before = uptime(node, "vm1")
+    boot_id = guest(node, "vm1", "cat /proc/sys/kernel/random/boot_id").strip()
+    session = Session(node.peer, node.vm_ip, ECHO_PORT)
     try:
         assert session.echo("before the migration") == "before the migration"
         port = free_port()
-        target = lab.vmm.start("vm1-target", "/var/run/netns/" + target_ns, "eth0", incoming=port)
-        assert target["mac"] == lab.vm_mac
-        watch = AnnounceWatch(target_ns, "eth0", lab.vm_mac)
+        target = node.vmm.start("vm1-target", "/var/run/netns/" + target_ns, "eth0", incoming=port)
+        assert target["mac"] == node.vm_mac
+        watch = AnnounceWatch(target_ns, "eth0", node.vm_mac)
         try:
             started = time.monotonic()
-            report = lab.vmm.migrate("vm1", "127.0.0.1:%d" % port)
+            report = node.vmm.migrate("vm1", "127.0.0.1:%d" % port)
             took = time.monotonic() - started
             announced = watch.result()
         finally:
@@ -160,29 +162,30 @@ def test_a_live_migration_keeps_the_guest_its_address_and_a_tcp_connection(lab):
             report["ram"]["transferred"], announced))
         assert report["status"] == "completed" and report["source_status"] == "postmigrate"
         # QEMU announced the guest's MAC from the target: a RARP from it
-        assert announced == "rarp %s op 3 target %s" % (lab.vm_mac, lab.vm_mac)
-        assert lab.vmm.status("vm1-target")["status"] == "running"
+        assert announced == "rarp %s op 3 target %s" % (node.vm_mac, node.vm_mac)
+        assert node.vmm.status("vm1-target")["status"] == "running"
 
         # what requested-chassis with activation-strategy=rarp does between
         # chassis: the port bound where the guest now runs
-        lab.box.run("ovs-vsctl", "--db=" + lab.box.ovs_db, "remove", "interface", "vm-h", "external_ids", "iface-id",
-                    "--", "set", "interface", "vmtarget-h", "external_ids:iface-id=" + lab.vm_port)
-        lab.wait_hv()
+        node.box.run("ovs-vsctl", "--db=" + node.box.ovs_db, "remove", "interface", "vm-h", "external_ids",
+                     "iface-id", "--", "set", "interface", "vmtarget-h", "external_ids:iface-id=" + node.vm_port)
+        node.wait_hv()
 
-        # the same guest: its clock went on, its address is the port's still
-        after = uptime(lab, "vm1-target")
-        assert after > before
-        addresses = guest(lab, "vm1-target", "ip -o -4 addr show dev eth0").split()
-        assert addresses[addresses.index("inet") + 1] == lab.vm_ip + "/24"
+        # the same guest, not booted again: its boot's id, its clock going
+        # on, its address the port's still
+        assert guest(node, "vm1-target", "cat /proc/sys/kernel/random/boot_id").strip() == boot_id
+        assert uptime(node, "vm1-target") > before
+        addresses = guest(node, "vm1-target", "ip -o -4 addr show dev eth0").split()
+        assert addresses[addresses.index("inet") + 1] == node.vm_ip + "/24"
         # the connection made to the source is open on the target
         assert session.echo("after the migration") == "after the migration"
-        guest(lab, "vm1-target", "ping -c 3 -W 2 %s" % lab.peer_ip)
+        guest(node, "vm1-target", "ping -c 3 -W 2 %s" % node.peer_ip)
     finally:
         session.close()
 
     # the source stopped: its pod's interface is as the CNI plugin left it
-    lab.vmm.stop("vm1")
-    links = {link["ifname"]: link for link in json.loads(ip("ip", "-j", "link", netns=lab.launcher).stdout)}
+    node.vmm.stop("vm1")
+    links = {link["ifname"]: link for link in json.loads(ip("ip", "-j", "link", netns=node.launcher).stdout)}
     assert sorted(links) == ["eth0", "lo"]
-    assert links["eth0"]["address"] == lab.vm_mac and "master" not in links["eth0"]
-    assert ip("cat", "/proc/sys/net/ipv6/conf/eth0/disable_ipv6", netns=lab.launcher).stdout.strip() == "0"
+    assert links["eth0"]["address"] == node.vm_mac and "master" not in links["eth0"]
+    assert ip("cat", "/proc/sys/net/ipv6/conf/eth0/disable_ipv6", netns=node.launcher).stdout.strip() == "0"
