@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import tempfile
 
+from lab.guest import build as guest_build
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 STATE = os.path.join(ROOT, ".cache", "lab")
@@ -134,10 +136,21 @@ def build_image(tag, containerfile, release, salt=b""):
     return tag
 
 
+def node_salt():
+    """What the node image holds besides the Containerfile's packages: the
+    VM guest (lab/guest/build.py: built here first, once for every
+    release, or found current) and lab/vmm.py, both copied in from the
+    build context; the image is built again when either changed."""
+    manifest = guest_build.build()
+    with open(os.path.join(HERE, "vmm.py"), "rb") as handle:
+        return manifest["key"].encode() + hashlib.sha256(handle.read()).hexdigest().encode()
+
+
 def build_images(releases=(DEFAULT_RELEASE,)):
     """The node image of each release: a debootstrap of Debian (minbase),
     then lab/Containerfile on top, built again only when the Containerfile
-    changed."""
+    (or the guest, or vmm.py) changed."""
+    salt = node_salt()
     for release in sorted(set(releases)):
         if not image_exists(base_image(release)):
             log("debootstrap of Debian %s (minbase)" % release)
@@ -151,7 +164,7 @@ def build_images(releases=(DEFAULT_RELEASE,)):
                 tar.wait()
             finally:
                 shutil.rmtree(root, ignore_errors=True)
-        build_image(node_image(release), os.path.join(HERE, "Containerfile"), release)
+        build_image(node_image(release), os.path.join(HERE, "Containerfile"), release, salt=salt)
 
 
 def image_id(tag):
