@@ -64,20 +64,23 @@ def podman(*args, **kw):
 KUBELET_DIR = "/usr/local/lib/ovn4nfv-lab"
 
 
-def kubelet_argv(name):
+def kubelet_argv(name, tool="kubelet.py"):
     """lab/kubelet.py and its CRI client copied into the container
     ``name``, the client where the kubelet imports it from
-    (``tests.harness.cri``, as everywhere); the command that runs the
-    kubelet there."""
+    (``tests.harness.cri``, as everywhere), with lab/virt.py (KubeVirt's
+    part; its vmm.py is the node image's) and lab/steady.py (a
+    migration's probe) beside it; the command that runs the kubelet (or
+    ``tool``) there."""
     staged = os.path.join(STATE, "kubelet")
     harness = os.path.join(staged, "tests", "harness")
     os.makedirs(harness, exist_ok=True)
     for package in (os.path.dirname(harness), harness):
         open(os.path.join(package, "__init__.py"), "w").close()
-    shutil.copy(os.path.join(HERE, "kubelet.py"), staged)
+    for script in ("kubelet.py", "virt.py", "steady.py"):
+        shutil.copy(os.path.join(HERE, script), staged)
     shutil.copy(os.path.join(ROOT, "tests", "harness", "cri.py"), harness)
     podman("cp", staged + "/.", "%s:%s" % (name, KUBELET_DIR))     # one copy of the tree, as before of the file
-    return ["python3", KUBELET_DIR + "/kubelet.py"]
+    return ["python3", KUBELET_DIR + "/" + tool]
 
 
 def exec_in(name, *argv, check=True):

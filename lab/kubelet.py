@@ -148,23 +148,29 @@ def unname_netns(name):
         os.unlink(target)
 
 
-def run(ref, annotation, labels=None, sysctls=None):
+def run(ref, annotation, labels=None, sysctls=None, owners=None, created=None):
     """Run the pod ``ref`` (``[NAMESPACE/]NAME``); a pod whose sandbox runs
     is left as it is. A sandbox the runtime holds but no longer runs (the
     node rebooted) is stopped and removed first, and the next attempt made,
     as the kubelet does. Once its sandbox runs the pod is Ready, as the
-    kubelet reports it."""
+    kubelet reports it. ``owners``: its ownerReferences (a controller's
+    pod); ``created(pod)`` is called once the API has it, before its
+    sandbox is made (what a controller does on seeing it, lab/virt.py)."""
     namespace, name = pod_ref(ref)
     runtime = cri.Runtime(RUNTIME)
+    meta = {"name": name, "annotations": {"ovnNetwork": annotation}, "labels": labels or {}}
+    if owners:
+        meta["ownerReferences"] = owners
     try:
         pod = api("POST", "/api/v1/namespaces/%s/pods" % namespace, {
-            "metadata": {"name": name, "annotations": {"ovnNetwork": annotation}, "labels": labels or {}},
-            "spec": {"nodeName": socket.gethostname()}})
+            "metadata": meta, "spec": {"nodeName": socket.gethostname()}})
     except urllib.error.HTTPError as exc:
         if exc.code != 409:
             raise
         # the API has it (this node rebooted): a new sandbox for the same pod
         pod = api("GET", "/api/v1/namespaces/%s/pods/%s" % (namespace, name))
+    if created is not None:
+        created(pod)
     uid = pod["metadata"]["uid"]
     attempt = 0
     for old in sandboxes(runtime, namespace, name):

@@ -27,7 +27,7 @@ import json
 import os
 import sys
 
-from lab import containers, credentials, host, playbooks, scenarios, workload
+from lab import containers, credentials, host, migration, playbooks, scenarios, workload
 
 
 def deps(session, args):
@@ -97,6 +97,10 @@ def chaos(session, args):
     return scenarios.chaos(session)
 
 
+def migrate(session, args):
+    return migration.migrate(session)
+
+
 def reboot(session, args):
     hosts = session.layout.hosts()
     if args.node not in hosts:
@@ -123,6 +127,8 @@ COMMANDS = {
     "run": (run, "the whole lab from nothing, verified; one last line (make lab)"),
     "reboot": (reboot, "restart one node's container, no Ansible, and verify until OK (make lab-reboot)"),
     "chaos": (chaos, "one fault of each kind, audited, repaired, verified (make lab-chaos)"),
+    "migrate": (migrate, "live-migrate the lab's VM to the other worker and back, probed from the master; "
+                         "its last line: migration: lost= sent= interruption_ms= tcp_survived="),
 }
 
 

@@ -71,6 +71,12 @@ SERVER, CLIENT = {"app": "srv"}, {"app": "cli"}
 # the server; all on the first network only.
 POLICY_PODS = [(1, "pol-srv", NET1, SERVER, SERVER_NS), (0, "pol-cli", NET1, CLIENT, SERVER_NS),
                (1, "pol-b", NET1, {}, OTHER_NS)]
+# (worker index, VM, the index of its network in Layout.pod_networks, its
+# peers): KubeVirt's shape (lab/virt.py), a VM on the second worker whose
+# interface on the first network its guest configures by DHCP (the
+# inventory's first network serves it), checked by pinging a pod on the
+# first worker and the external hosts.
+VMS = [(1, "vm1", 0, ["pod-w1a"])]
 
 
 class LayoutError(Exception):
@@ -205,6 +211,11 @@ class Layout:
                  for index, pod, kind, labels, namespace in POLICY_PODS]
         return [(worker, pod, self.request(kind), labels, namespace)
                 for worker, pod, kind, labels, namespace in pods]
+
+    def vms(self):
+        """``[(worker, VM, network, peers)]``: the lab's VMs (:data:`VMS`)."""
+        return [(self.workers[index], vm, self.pod_networks[network], list(peers))
+                for index, vm, network, peers in VMS]
 
     def connection_inventory(self, api_dir):
         """How Ansible reaches these containers, and the lab's API: the

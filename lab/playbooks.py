@@ -12,7 +12,7 @@ import time
 
 from lab.host import ROOT
 
-ROW_KINDS = ("service", "chain", "tap", "policy")
+ROW_KINDS = ("service", "chain", "tap", "policy", "vm")
 AUDIT_LINE = re.compile(r'"((?:WARNING|ERROR|REPAIRED) .*)",?$')
 AUDIT_SHOWN = re.compile(r'"((?:WARNING|ERROR|REPAIRED|skipped) .*)",?$')
 FAILED_TASK = "[ERROR]: Task failed: Action failed: "

@@ -71,7 +71,7 @@ def run(session):
     run (site.yml, workloads.yml and the tenants' policy) that must change
     nothing. Prints ``lab: pods=.. links_ok=N/N deploy_s=.. rerun_s=..
     rerun_changed=0 pid1=systemd debian=.. services_ok=.. chains_ok=..
-    taps_ok=.. policies_ok=..``."""
+    taps_ok=.. policies_ok=.. vms_ok=..``."""
     phases = {}
 
     def phase(name, function, *args, **kwargs):
@@ -95,7 +95,7 @@ def run(session):
     after = phase("deletions", deletion_check, session)
     services = matrix(verify, "service") + after["service"]
     chains, taps = matrix(verify, "chain") + after["chain"], matrix(verify, "tap")
-    policies = matrix(verify, "policy")
+    policies, vms = matrix(verify, "policy"), matrix(verify, "vm")
     picture = phase("picture", draw, session)
     rerun_s, recap, _p = phase("rerun", playbook, session, "site.yml")
     _w, recap_w, _p = phase("rerun-workloads", workloads, session)
@@ -103,7 +103,7 @@ def run(session):
     rows = matrix(verify)
     print("\n".join(["", "== connectivity matrix"] + rows))
     print("\n".join(["", "== services"] + services + ["", "== chains"] + chains + ["", "== taps"] + taps
-                    + ["", "== policies"] + policies))
+                    + ["", "== policies"] + policies + ["", "== vms"] + vms))
     print("\n== topology\n" + topology_text(session))
     print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
     print("== picture: " + picture)
@@ -120,12 +120,13 @@ def run(session):
     print("== debian: " + " ".join("%s=%s" % (lab.nodes[n][0], r) for n, r in sorted(releases.items())))
     counts = dict((name, (sum(1 for r in found if r.startswith("OK")), len(found)))
                   for name, found in (("services", services), ("chains", chains), ("taps", taps),
-                                      ("policies", policies)))
+                                      ("policies", policies), ("vms", vms)))
     print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s debian=%s "
-          "services_ok=%d/%d chains_ok=%d/%d taps_ok=%d/%d policies_ok=%d/%d" % (
+          "services_ok=%d/%d chains_ok=%d/%d taps_ok=%d/%d policies_ok=%d/%d vms_ok=%d/%d" % (
               len(pods), ok, len(rows), deploy, rerun_s, rerun_changed, ",".join(init), session.debian,
               counts["services"][0], counts["services"][1], counts["chains"][0], counts["chains"][1],
-              counts["taps"][0], counts["taps"][1], counts["policies"][0], counts["policies"][1]))
+              counts["taps"][0], counts["taps"][1], counts["policies"][0], counts["policies"][1],
+              counts["vms"][0], counts["vms"][1]))
     return 0 if verify.returncode == 0 and ok == len(rows) and rows and rerun_changed == 0 \
         and init == ["systemd"] and all(total and good == total for good, total in counts.values()) else 1
 
@@ -226,7 +227,7 @@ def reboot(session, node, tries=5):
     for attempt in range(tries):
         _seconds, _recap, verify = playbook(session, "verify.yml", *verify_vars(session), check=False)
         rows = matrix(verify)
-        services = sum((matrix(verify, kind) for kind in ("service", "chain", "tap", "policy")), [])
+        services = sum((matrix(verify, kind) for kind in ("service", "chain", "tap", "policy", "vm")), [])
         ok = sum(1 for row in rows if row.startswith("OK"))
         services_ok = sum(1 for row in services if row.startswith("OK"))
         if rows and ok == len(rows) and services_ok == len(services) and verify.returncode == 0:

@@ -103,13 +103,20 @@ def verify_policies(session):
              "port": port, "expect": expect, "why": why} for source, port, expect, why in rows]
 
 
+def verify_vms(session):
+    """verify.yml's ``verify_vms``: each VM, its node, its network and the
+    pods its guest must reach."""
+    return [{"vm": vm, "node": node, "network": network, "peers": peers}
+            for node, vm, network, peers in session.layout.vms()]
+
+
 def verify_vars(session, deleted=()):
-    """verify.yml's extra variables: the Service, chain, tap and policy to
-    check, with the pods named in ``deleted`` gone."""
+    """verify.yml's extra variables: the Service, chain, tap, policy and
+    VMs to check, with the pods named in ``deleted`` gone."""
     closed = any(pod in deleted for _node, pod in with_labels(session, seed.FWD))
     return "-e", json.dumps({"verify_services": verify_services(session, [d for d in deleted if d.startswith("web")]),
                              "verify_chains": verify_chains(session, closed), "verify_taps": verify_taps(session),
-                             "verify_policies": verify_policies(session)})
+                             "verify_policies": verify_policies(session), "verify_vms": verify_vms(session)})
 
 
 def workloads(session, check=True):
@@ -132,7 +139,26 @@ def run_pods(session, nodes=None):
                             json.dumps(SYSCTLS.get(pod, {}))))
     kubelet(session, session.layout.workers[0], "service", json.dumps(service(session)))
     tenants(session)
+    made += run_vms(session, nodes)
     return made
+
+
+def run_vms(session, nodes=None):
+    """The lab's VMs on their nodes (or on ``nodes``), as KubeVirt would
+    run them (lab/virt.py): a VM whose guest runs is left as it is. Each
+    answer is shaped as a pod's (its launcher's), with the guest's address."""
+    made = []
+    for node, vm, network, _peers in session.layout.vms():
+        if nodes is None or node in nodes:
+            answer = virt(session, node, "start", vm, network)
+            made.append({"pod": answer["launcher"], "node": answer["node"], "vm": vm,
+                         "ips": [answer["lease"]["address"]]})
+    return made
+
+
+def virt(session, node, *argv):
+    """lab/virt.py on ``node``; its JSON answer."""
+    return kubelet(session, node, *argv, tool="virt.py")
 
 
 def tenants(session):
@@ -142,10 +168,10 @@ def tenants(session):
     return kubelet(session, session.layout.workers[0], "policies", json.dumps(tenancy(session)))
 
 
-def kubelet(session, node, *argv):
-    """lab/kubelet.py on ``node``; its JSON answer."""
+def kubelet(session, node, *argv, tool="kubelet.py"):
+    """lab/kubelet.py (or ``tool`` beside it) on ``node``; its JSON answer."""
     name = session.container(node)
-    result = exec_in(name, *(kubelet_argv(name) + list(argv)), check=False)
+    result = exec_in(name, *(kubelet_argv(name, tool) + list(argv)), check=False)
     if result.returncode:
         print(underlay_state(session), flush=True)
         raise SystemExit("lab: kubelet %s on %s failed (exit %d): %s" % (
