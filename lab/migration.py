@@ -31,6 +31,10 @@ PROBE_POD = "mig-probe"
 MIGRATION_PORT = 4444
 ECHO_PORT = 7777                # the guest's echo server (lab/guest)
 BASELINE_S = 5
+# how long the probe goes on once the move is done: a path that did not come
+# back shows as an interruption at least this long (the run's end counts as
+# a reply, so without it a lasting outage at the end would hide)
+TAIL_S = 2
 STOPFILE = "/run/ovn4nfv-steady.stop"
 
 
@@ -70,6 +74,7 @@ def move(session, vm, network, source, target, address):
     try:
         received = virt(session, target, "receive", vm, network, str(MIGRATION_PORT))
         sent = virt(session, source, "send", vm, "%s:%d" % (underlay_ip(session, target), MIGRATION_PORT))
+        time.sleep(TAIL_S)      # a window of the measurement, after the move
     finally:
         figures = probe.stop()
     figures.update(source=source, target=target, launcher=received["launcher"],

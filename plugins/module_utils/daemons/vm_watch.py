@@ -8,14 +8,23 @@ API serves them, and the launcher pods of each VM.
 A VM has a key of its own in the watcher's queue, ``namespace/vm:<VM>``,
 queued whenever one of its launchers, its VM or its VMI changes, or one of
 its ports does. Handling it (:meth:`Vms.handle`) frees the VM's ports once
-nothing of it is left; otherwise it binds them where its launchers run
-and queues the launchers, which the watcher serves as it serves any pod,
-with the VM's ports. A launcher is served only once its VMI names it in
-``status.activePods`` (virt-controller writes it; a client cannot): a pod
-that merely carries KubeVirt's labels and an ownerReference in the VM's
-namespace never gets the VM's addresses, nor a say in where its port is
-bound. Where the API serves no KubeVirt (its CRDs are not installed), no
-pod is a launcher that is served.
+nothing of it is left; otherwise it records on them which launchers run
+(the only pods a node agent attaches them for), binds them where those
+run, and queues the launchers, which the watcher serves as it serves any
+pod, with the VM's ports: the oldest makes them from its request, the
+others are told what they hold.
+
+A launcher is served only once its VMI names it in ``status.activePods``.
+That is KubeVirt's own word on which pods run the VM, and it goes as far
+as KubeVirt's trust does, no further: virt-controller names there every
+pod of the namespace that the VMI controls (an ownerReference names its
+UID), and the VMI has no status subresource, so whoever may create pods,
+or edit VMIs, in the VM's namespace can be named there too. Nothing
+outside that namespace can: a VM's ports are only ever its namespace's.
+Where a namespace's pod creators are not trusted with its VMs, an
+admission policy on the launcher's label and ownerReference is the
+cluster's to add (docs: watcher, Virtual machines). Where the API serves
+no KubeVirt (its CRDs are not installed), no launcher is served.
 """
 
 from __future__ import absolute_import, division, print_function
