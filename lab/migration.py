@@ -105,13 +105,16 @@ def migrate(session):
     address = started["lease"]["address"].split("/")[0]
     probe = kubelet(session, session.layout.masters[0], "run", PROBE_POD,
                     json.dumps([{"name": network, "interface": "eth0"}]))
-    base = baseline(session, address)
-    log("baseline: %s" % json.dumps(base))
-    there = move(session, vm, network, node, other, address)
-    log("%s -> %s: %s" % (node, other, json.dumps(there)))
-    back = move(session, vm, network, other, node, address)
-    log("%s -> %s: %s" % (other, node, json.dumps(back)))
-    checked = virt(session, node, "check", vm, "%s=%s" % (PROBE_POD, probe["ips"][0].split("/")[0]))
+    try:
+        base = baseline(session, address)
+        log("baseline: %s" % json.dumps(base))
+        there = move(session, vm, network, node, other, address)
+        log("%s -> %s: %s" % (node, other, json.dumps(there)))
+        back = move(session, vm, network, other, node, address)
+        log("%s -> %s: %s" % (other, node, json.dumps(back)))
+        checked = virt(session, node, "check", vm, "%s=%s" % (PROBE_POD, probe["ips"][0].split("/")[0]))
+    finally:
+        kubelet(session, session.layout.masters[0], "delete", PROBE_POD)        # the lab as it was
     print("\n".join(row["line"] for row in checked))
     print(line("migration_back", back, base))
     print(line("migration", there, base))
