@@ -4,7 +4,12 @@ NB: a launcher pod's ports are its VM's, kept across launchers, bound
 where they run, and freed with the VM. Every verdict is read from the NB
 and the API, outside the watcher."""
 
+import json
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 from tests.harness.watcher_env import ovn_network
 
 NS = "vms"
@@ -26,7 +31,7 @@ def vmi(api, name, owner=None):
     return api.create_kubevirt("VirtualMachineInstance", NS, {"metadata": meta, "spec": {}})
 
 
-def launcher(api, instance, pod_name, node, request=None, active=True, migration=None):
+def launcher(api, instance, pod_name, node, request=None, active=True, migration=None, annotations=None):
     """A VMI's launcher pod as virt-controller makes it (KubeVirt's labels,
     its VMI as controller), then named in the VMI's ``status.activePods``
     as virt-controller does once it sees it (``active``)."""
@@ -35,7 +40,8 @@ def launcher(api, instance, pod_name, node, request=None, active=True, migration
               "vm.kubevirt.io/name": instance["metadata"]["name"]}
     if migration:
         labels["kubevirt.io/migrationJobUID"] = migration
-    pod = api.create_pod(NS, pod_name, ovn_network(request or {"name": "net1", "interface": "eth1"}), node=node,
+    pod = api.create_pod(NS, pod_name, annotations or ovn_network(request or {"name": "net1", "interface": "eth1"}),
+                         node=node,
                          labels=labels, owners=[{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
                                                  "name": instance["metadata"]["name"], "uid": uid,
                                                  "controller": True, "blockOwnerDeletion": True}])
@@ -216,3 +222,21 @@ def test_an_interface_a_restarted_vm_no_longer_has_is_freed(k8s):
     k8s.annotated(NS, "virt-launcher-vm6-bbbbb")
     k8s.wait_ports_gone(["vms_vm:vm6_eth1"])
     assert port(k8s, "vms_vm:vm6_eth2") is not None
+
+
+def test_a_launcher_s_multus_attachment_of_a_nad_that_says_dhcp(k8s):
+    """KubeVirt names a VM's secondary networks in the launcher's Multus
+    annotation; a NetworkAttachmentDefinition of type ovn4nfv saying
+    ``dhcp: true`` gives the VM's port an interface its guest configures
+    by the network's DHCP."""
+    with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: vn.plan_networks(v, [("vmnet", vn.check_network(
+            {"name": "vmnet", "subnet": "172.16.70.0/24", "dhcp": {}}, "vmnet"))], "merged", "ovn"), write=True)
+    k8s.api.add_nad(NS, "vmnet", {"cniVersion": "1.0.0", "type": "ovn4nfv", "network": "vmnet", "dhcp": True})
+    first = vmi(k8s.api, "vm7", vm(k8s.api, "vm7"))
+    launcher(k8s.api, first, "virt-launcher-vm7-aaaaa", "node1", annotations={
+        "k8s.v1.cni.cncf.io/networks": json.dumps([{"name": "vmnet", "interface": "net1"}])})
+    [entry] = k8s.annotated(NS, "virt-launcher-vm7-aaaaa")
+    assert entry["dhcp"] is True and entry["ip_address"].startswith("172.16.70.")
+    row = port(k8s, "vms_vm:vm7_net1")
+    assert row is not None and row["dhcpv4_options"], "the VM's port points at the network's DHCP"

@@ -273,17 +273,21 @@ def parse_multus(annotations, namespace):
     return selections
 
 
-def attachment_request(selection, network, provider, ipam, annotations, pool_choice=None):
+def attachment_request(selection, network, provider, ipam, annotations, pool_choice=None, dhcp=None):
     """An :class:`InterfaceRequest` for one Multus attachment. Static values
     come, as in Kube-OVN, from ``<provider>.kubernetes.io/ip_address`` and
     ``mac_address`` (or the selection's ``ips`` and ``mac``), or from the
-    address ``pool_choice`` picked from ``ip_pool``."""
+    address ``pool_choice`` picked from ``ip_pool``; ``dhcp``, the
+    NetworkAttachmentDefinition's own word that its interfaces are
+    configured inside (a VM's guest, by the network's DHCP)."""
     where = selection["where"]
     entry = {"name": network, "interface": selection["interface"],
              "ip_address": annotations.get(provider + ".kubernetes.io/ip_address") or pool_choice
              or (selection["ips"][0] if selection["ips"] else None),
              "mac_address": annotations.get(provider + ".kubernetes.io/mac_address") or selection["mac"],
              "default_gateway": selection["default_route"]}
+    if dhcp is not None:
+        entry["dhcp"] = dhcp
     request = _request(entry, where)
     request.provider, request.ipam = provider, ipam
     return request

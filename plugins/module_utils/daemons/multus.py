@@ -65,8 +65,9 @@ class Attachments:
                 if choice is None:
                     raise ValidationError("%s: every address of %s.kubernetes.io/ip_pool is taken" % (
                         where, provider), reason=pod_ports.EXHAUSTED)
-            requests.append(annotations.attachment_request(selection, network, provider, for_other_cni,
-                                                           found, str(choice) if choice else None))
+            requests.append(annotations.attachment_request(
+                selection, network, provider, for_other_cni, found, str(choice) if choice else None,
+                config.get("dhcp") if not for_other_cni else None))
         return requests
 
     def _pool_choice(self, view, pool, uid):
