@@ -150,6 +150,7 @@ bench: venv
 	$(PY) -m benchmarks.policy
 	$(PY) -m benchmarks.resync
 	$(PY) -m benchmarks.raft
+	$(PY) -m benchmarks.migration
 
 # Molecule scenarios under extensions/molecule, against this working tree,
 # each as scenario:release. The roles' scenarios and the RAFT central run on
