@@ -35,6 +35,7 @@ BASELINE_S = 5
 # back shows as an interruption at least this long (the run's end counts as
 # a reply, so without it a lasting outage at the end would hide)
 TAIL_S = 2
+BIND_S = 30
 STOPFILE = "/run/ovn4nfv-steady.stop"
 
 
@@ -74,12 +75,30 @@ def move(session, vm, network, source, target, address):
     try:
         received = virt(session, target, "receive", vm, network, str(MIGRATION_PORT))
         sent = virt(session, source, "send", vm, "%s:%d" % (underlay_ip(session, target), MIGRATION_PORT))
-        time.sleep(TAIL_S)      # a window of the measurement, after the move
+        bound = bound_on(session, vm, network, target)
+        time.sleep(TAIL_S)      # a window of the measurement, after the move and the port's last binding
     finally:
         figures = probe.stop()
+    if not bound:
+        raise SystemExit("lab: the VM's port was not bound on %s alone within %ds of the move" % (target, BIND_S))
     figures.update(source=source, target=target, launcher=received["launcher"],
                    downtime_ms=sent["migrated"].get("downtime"), total_ms=sent["migrated"].get("total-time"))
     return figures
+
+
+def bound_on(session, vm, network, node):
+    """Whether the VM's port is bound on ``node`` alone (the watcher's last
+    step of a move: requested-chassis, no activation strategy), read in the
+    NB on the central, waited for (bounded)."""
+    port = "default_vm:%s_eth1" % vm
+    deadline = time.monotonic() + BIND_S
+    while time.monotonic() < deadline:
+        options = exec_in(session.container(session.layout.central[0]), "ovn-nbctl", "--bare", "--columns=options",
+                          "find", "Logical_Switch_Port", 'name="%s"' % port, check=False).stdout.split()
+        if "requested-chassis=%s" % node in options and not any(o.startswith("activation-strategy") for o in options):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def baseline(session, address):

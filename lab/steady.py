@@ -25,6 +25,7 @@ import threading
 import time
 
 REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from .*icmp_seq=(\d+)")
+SEQ = re.compile(r"icmp_seq=(\d+)")
 SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
 LAST_EXCHANGE_S = 10
 
@@ -86,10 +87,13 @@ def measure(address, port, stopfile, max_seconds):
     started = time.time()
     ping = subprocess.Popen(["ping", "-n", "-D", "-i", "0.01", "-W", "1", address], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, universal_newlines=True)
-    replies = []
+    replies, seqs = [], [0]
 
     def read():
         for line in ping.stdout:
+            seq = SEQ.search(line)
+            if seq:
+                seqs.append(int(seq.group(1)))
             match = REPLY.match(line)
             if match:
                 replies.append(float(match.group(1)))
@@ -111,7 +115,8 @@ def measure(address, port, stopfile, max_seconds):
     survived = echo.survived()
     summaries = [r for r in replies if isinstance(r, tuple)]
     times = sorted(r for r in replies if not isinstance(r, tuple))
-    sent, received = summaries[-1][1:] if summaries else (0, len(times))
+    # ping's own count; without its summary, the highest sequence number it reported
+    sent, received = summaries[-1][1:] if summaries else (max(seqs), len(times))
     marks = [started] + times + [ended]
     interruption = max(b - a for a, b in zip(marks, marks[1:]))
     return {"sent": sent, "lost": sent - received, "interruption_ms": round(interruption * 1000, 1),

@@ -36,6 +36,7 @@ the product reads it), its interface ``eth1``. Answers are JSON.
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -145,9 +146,9 @@ def check(vm, targets):
     _code, shown = guest(vm, "ip -4 -o addr show dev eth0; ip route; cat /sys/class/net/eth0/mtu")
     words = shown.split()
     has = words[words.index("inet") + 1] if "inet" in words else None
-    default = "default via %s" % entry["gateway_ip"] in shown
-    mtu = shown.split()[-1] if shown.split() else None
-    want_mtu = str(entry.get("mtu", mtu))
+    default = re.search(r"^default via %s( |$)" % re.escape(entry["gateway_ip"]), shown, re.M) is not None
+    mtu = words[-1] if words else None
+    want_mtu = str(entry.get("mtu"))        # the lab's VM network declares one
     ok = has == entry["ip_address"] and default and mtu == want_mtu
     rows.append({"ok": ok, "line": "%s vm %s dhcp: %s via %s mtu %s (OVN holds %s via %s mtu %s)" % (
         "OK  " if ok else "FAIL", vm, has, "the gateway" if default else "no gateway", mtu, entry["ip_address"],
@@ -162,11 +163,21 @@ def check(vm, targets):
 
 
 def receive(vm, network, port):
+    """A migration's target here; undone (out of activePods, its pod gone)
+    when its QEMU does not start. A guest that runs here is refused."""
+    if runs_here(vm):
+        raise SystemExit("virt: %s runs on this node already; it cannot be its own migration's target" % vm)
     vmi = kubelet.api("GET", KUBEVIRT % "virtualmachineinstances" + "/" + vm)
     made = launcher(vm, network, vmi, migration="lab-%d" % int(time.time()))
     vmm("stop", "--name", vm, check=False)          # what a failed earlier attempt left here
-    target = json.loads(vmm("start", "--name", vm, "--netns", os.path.join(kubelet.NETNS_DIR, made["pod"]),
-                            "--interface", INTERFACE, "--incoming", str(port)).stdout)
+    try:
+        target = json.loads(vmm("start", "--name", vm, "--netns", os.path.join(kubelet.NETNS_DIR, made["pod"]),
+                                "--interface", INTERFACE, "--incoming", str(port)).stdout)
+    except BaseException:
+        pod = kubelet.api("GET", "/api/v1/namespaces/%s/pods/%s" % (NAMESPACE, made["pod"]))
+        active(vm, drop=pod["metadata"]["uid"])
+        kubelet.delete(made["pod"])
+        raise
     return {"vm": vm, "launcher": made["pod"], "node": made["node"], "target": target}
 
 

@@ -208,9 +208,12 @@ def test_a_vm_is_policed_its_launchers_agree_and_a_pod_no_longer_a_launcher_lets
 def test_an_interface_a_restarted_vm_no_longer_has_is_freed(k8s):
     machine = vm(k8s.api, "vm6")
     first = vmi(k8s.api, "vm6", machine)
-    pod = launcher(k8s.api, first, "virt-launcher-vm6-aaaaa", "node1")
-    k8s.api.set_annotations(NS, pod["metadata"]["name"], {})         # (as made)
+    launcher(k8s.api, first, "virt-launcher-vm6-aaaaa", "node1")
     k8s.annotated(NS, "virt-launcher-vm6-aaaaa")
+    # its running launcher's request edited: the guest still has eth1, whose port stays
+    k8s.api.set_annotations(NS, "virt-launcher-vm6-aaaaa", ovn_network({"name": "net2", "interface": "eth2"}))
+    wait_port(k8s, "vms_vm:vm6_eth2", lambda p: True)
+    assert port(k8s, "vms_vm:vm6_eth1") is not None
     k8s.api.delete_kubevirt("VirtualMachineInstance", NS, "vm6")
     second = vmi(k8s.api, "vm6", machine)
     k8s.api.create_pod(NS, "virt-launcher-vm6-bbbbb", ovn_network({"name": "net2", "interface": "eth2"}),

@@ -71,6 +71,13 @@ class InterfaceRequest:
         # whether the request said default_gateway (true or false) at all
         self.default_given = default_gateway
 
+    def shape(self):
+        """What two requests must share to be served the same port: its
+        network, name, static addresses, routes, default route and how it
+        is configured."""
+        return (self.network, self.interface, str(self.ip), str(self.mac), self.prefix, self.default_gateway,
+                repr(self.routes), self.dhcp, self.provider, self.ipam)
+
     def __repr__(self):
         return "InterfaceRequest(%s, %s, ip=%s, mac=%s)" % (self.network, self.interface, self.ip,
                                                             self.mac)

@@ -318,8 +318,12 @@ def plan_repair(nb, findings, pods=()):
     (``pods``, the API's) with the addresses it was told."""
     batch = Batch()
     missing = set(name for f in findings if f["class"] == MISSING and f["repair"] for name in f["objects"])
+    made = set()            # a VM's ports are made once, from one of its launchers
     for pod in sorted(_served(pods or ()), key=lambda p: (p["namespace"], p["name"])):
         identity = _identity(pod)
+        if identity.uid in made:
+            continue
+        made.add(identity.uid)
         try:
             requests = [r for r in annotations.parse_requests(pod["annotations"])[1]
                         if identity.port_name(r.interface) in missing]

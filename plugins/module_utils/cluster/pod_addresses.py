@@ -24,10 +24,11 @@ from ..ovsdb.view import cell
 class Pod:
     """The identity of a pod."""
 
-    def __init__(self, namespace, name, uid):
+    def __init__(self, namespace, name, uid, extra=None):
         self.namespace = namespace
         self.name = name
         self.uid = uid
+        self.extra = dict(extra or {})      # more marks its ports carry (a VM's: its VMI)
 
     def __repr__(self):
         return "%s/%s" % (self.namespace, self.name)
@@ -37,8 +38,8 @@ class Pod:
         return "%s_%s_%s" % (self.namespace, self.name, interface)
 
     def marks(self, interface):
-        return {ROLE: ROLE_POD, K_NAMESPACE: self.namespace, K_POD: self.name,
-                K_UID: self.uid, K_INTERFACE: interface}
+        return dict(self.extra, **{ROLE: ROLE_POD, K_NAMESPACE: self.namespace, K_POD: self.name,
+                                   K_UID: self.uid, K_INTERFACE: interface})
 
 
 def is_pod_port(row):

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.marks import K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID
+from ..common.marks import K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID, K_VMI
 from ..ovsdb.execution import Batch
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
@@ -395,12 +395,15 @@ def plan_release(view, namespace, name, keep=None, addresses=None):
 
 
 def plan_drop(view, owner, interfaces, addresses):
-    """Delete ``owner``'s ports of interfaces other than ``interfaces``: a
-    VM's that its running launcher no longer asks for (its VM restarted
-    with fewer). A pod's stay until it goes (:func:`plan_pod`)."""
+    """Delete ``owner``'s ports of interfaces other than ``interfaces`` that
+    an earlier VMI's launcher made (``K_VMI``): a VM's that it no longer
+    has since it restarted with fewer. A running guest's stay, as a pod's
+    stay until it goes (:func:`plan_pod`)."""
+    vmi = owner.extra.get(K_VMI)
     rows = sorted((row for row in addresses.ports_of(view, owner.namespace, owner.name)
-                   if cell(row, "external_ids").get(K_UID) == owner.uid
-                   and cell(row, "external_ids").get(K_INTERFACE) not in interfaces), key=lambda row: row.name)
+                   if vmi and cell(row, "external_ids").get(K_UID) == owner.uid
+                   and cell(row, "external_ids").get(K_INTERFACE) not in interfaces
+                   and cell(row, "external_ids").get(K_VMI) != vmi), key=lambda row: row.name)
     return _forget(view, _port_batch(view, [{"name": row.name} for row in rows], "deleted"), rows)
 
 

@@ -36,6 +36,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ..common.marks import K_VMI
 from .pod_addresses import Pod
 
 GROUP = "kubevirt.io"
@@ -51,9 +52,10 @@ REQUESTED_CHASSIS = "requested-chassis"
 ACTIVATION = "activation-strategy"
 
 
-def vm_owner(namespace, vm):
-    """The owner of the VM ``namespace/vm``'s ports."""
-    return Pod(namespace, VM_PREFIX + vm, "%s%s/%s" % (VM_PREFIX, namespace, vm))
+def vm_owner(namespace, vm, vmi=None):
+    """The owner of the VM ``namespace/vm``'s ports; as its VMI of UID
+    ``vmi``'s launcher, with that mark (``K_VMI``) on what it makes."""
+    return Pod(namespace, VM_PREFIX + vm, "%s%s/%s" % (VM_PREFIX, namespace, vm), {K_VMI: vmi} if vmi else None)
 
 
 def vm_of(owner_name):
@@ -69,12 +71,8 @@ def _get(obj, attr, key):
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, attr, None)
 
 
-def launched_vm(meta):
-    """The VM (its VMI's name) a pod's metadata (the client's model or the
-    API's JSON) says it runs, or None: KubeVirt's launcher label and a
-    controller ownerReference to a ``kubevirt.io`` VirtualMachineInstance,
-    whose UID the ``created-by`` label repeats when it is there. Anything
-    less is an ordinary pod."""
+def launched_vmi(meta):
+    """``(VM, VMI UID)`` of a launcher's metadata, or None (:func:`launched_vm`)."""
     labels = _get(meta, "labels", "labels") or {}
     if labels.get(LAUNCHER_LABEL) != LAUNCHER or (_get(meta, "annotations", "annotations") or {}).get(EPHEMERAL):
         return None
@@ -83,17 +81,27 @@ def launched_vm(meta):
                 (_get(ref, "api_version", "apiVersion") or "").split("/")[0] == GROUP and _get(ref, "name", "name"):
             if labels.get(CREATED_BY) not in (None, _get(ref, "uid", "uid")):
                 return None
-            return _get(ref, "name", "name")
+            return _get(ref, "name", "name"), _get(ref, "uid", "uid")
     return None
 
 
+def launched_vm(meta):
+    """The VM (its VMI's name) a pod's metadata (the client's model or the
+    API's JSON) says it runs, or None: KubeVirt's launcher label and a
+    controller ownerReference to a ``kubevirt.io`` VirtualMachineInstance,
+    whose UID the ``created-by`` label repeats when it is there. Anything
+    less is an ordinary pod."""
+    found = launched_vmi(meta)
+    return found[0] if found else None
+
+
 def owner_of(meta):
-    """Who a pod's ports belong to: its VM's owner for a launcher, the pod
-    itself otherwise."""
-    vm = launched_vm(meta)
+    """Who a pod's ports belong to: its VM's owner (as its VMI's launcher)
+    for a launcher, the pod itself otherwise."""
+    found = launched_vmi(meta)
     namespace = _get(meta, "namespace", "namespace")
-    if vm is not None:
-        return vm_owner(namespace, vm)
+    if found is not None:
+        return vm_owner(namespace, found[0], found[1])
     return Pod(namespace, _get(meta, "name", "name"), _get(meta, "uid", "uid"))
 
 

@@ -105,6 +105,8 @@ K_POD_REF = "ovn4nfv-pod"
 # a VM's ports: the UIDs of the launcher pods its VMI names and that run
 # (comma-separated), the only pods a node agent attaches to them
 K_LAUNCHERS = "ovn4nfv-launchers"
+# a VM's port: the UID of the VMI whose launcher's request made it last
+K_VMI = "ovn4nfv-vmi"
 # the chains a pod port is a network function's interface in (comma-separated),
 # and the port security that MAC-only replaced there
 K_CHAIN_FUNCTION = "ovn4nfv-chains"
@@ -265,6 +267,8 @@ CONTRACT = {
                     "the node agent (DEL, CHECK, GC; daemons/pod_truth.py), the host audit"),
     "K_POD_REF": (KIND_KEY, "a pod's Interface in a node's Open_vSwitch (<namespace>/<name>)", "the node agent",
                   "operators (ovs-vsctl list Interface); nothing in the product yet"),
+    "K_VMI": (KIND_KEY, "a VM's Logical_Switch_Port (the VMI whose launcher made it last)", "the watcher",
+              "cluster/pod_ports.py (plan_drop: a restarted VM's interfaces it no longer has)"),
     "K_LAUNCHERS": (KIND_KEY, "a VM's Logical_Switch_Port (the UIDs of its running launcher pods)",
                     "the watcher (daemons/vm_watch.py)", "the node agent, through the SB copy (daemons/pod_truth.py)"),
     "K_CHAIN_FUNCTION": (KIND_KEY, "a network function pod's Logical_Switch_Port (the chains it serves)",

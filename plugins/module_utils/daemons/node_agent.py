@@ -491,9 +491,10 @@ class NodeAgent(OvsAttachment, PodTruth):
 
 def entry_mtu(entry, default):
     """The MTU an interface list's entry gives its interface (its network's,
-    written by the watcher), when it is a sane one; else ``default``."""
+    written by the watcher), when it is one a network may have (576-9216,
+    as virtual_network takes it); else ``default``."""
     mtu = entry.get("mtu")
-    return mtu if isinstance(mtu, int) and not isinstance(mtu, bool) and 576 <= mtu <= 65535 else default
+    return mtu if isinstance(mtu, int) and not isinstance(mtu, bool) and 576 <= mtu <= 9216 else default
 
 
 def main(argv=None):

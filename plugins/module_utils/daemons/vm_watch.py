@@ -36,7 +36,9 @@ import logging
 import threading
 
 from ..cluster import pod_ports, vms
+from ..common.errors import ValidationError
 from ..ovsdb.execution import Batch
+from ..ovsdb.view import View
 from . import kube
 
 try:
@@ -70,6 +72,7 @@ class Vms:
         self.served = {}                        # plural -> whether the API serves it, once listed
         self.launchers = {}                     # a VM owner's UID -> {pod key: pod}
         self.owner_of = {}                      # a launcher's key -> its VM owner's UID
+        self.judged = {}                        # a VM owner's UID -> (running launchers, binding) last handled
         self.watches = [kube.ListWatch(
             plural, None, functools.partial(self.relist, plural), functools.partial(self._list, plural),
             functools.partial(self.observe, plural), watcher.stopping, config.resync_seconds,
@@ -125,6 +128,9 @@ class Vms:
         key = "%s/%s" % (pod.metadata.namespace, pod.metadata.name)
         owner = vms.vm_owner(pod.metadata.namespace, vm).uid if vm is not None else None
         with self.lock:
+            held = self.launchers.get(self.owner_of.get(key), {}).get(key)
+            if deleted and held is not None and held.metadata.uid != pod.metadata.uid:
+                return          # a late word on an earlier pod of that name
             before = self.owner_of.pop(key, None)
             if before is not None:
                 mine = self.launchers.get(before, {})
@@ -139,12 +145,19 @@ class Vms:
             self.queue_vm(namespace, name)
 
     def pods_listed(self, pods):
-        """Take a list of every pod (the watcher's resync) as the launchers."""
-        with self.lock:
-            old, self.launchers, self.owner_of = self.launchers, {}, {}
+        """Take a list of every pod (the watcher's resync) as the launchers:
+        made aside, then put in place at once (a worker never sees half)."""
+        launchers, owner_of = {}, {}
         for pod in pods:
-            self.pod_changed(pod, False)
-        for uid in old:
+            vm = vms.launched_vm(pod.metadata)
+            if vm is not None:
+                key, uid = "%s/%s" % (pod.metadata.namespace, pod.metadata.name), \
+                    vms.vm_owner(pod.metadata.namespace, vm).uid
+                owner_of[key] = uid
+                launchers.setdefault(uid, {})[key] = pod
+        with self.lock:
+            old, self.launchers, self.owner_of = self.launchers, launchers, owner_of
+        for uid in set(old) | set(launchers):
             namespace, _sep, vm = uid[len(vms.VM_PREFIX):].partition("/")
             self.queue_vm(namespace, vm)
 
@@ -200,6 +213,36 @@ class Vms:
         running = self.running(owner)
         return running[0][0] if running else None
 
+    def tell(self, key, pod, found, requests, owner, planner):
+        """Another launcher of the VM (``planner``) makes its ports: this one
+        (a migration's target) is told what they hold when it asks for
+        exactly what the planner asks for, and is refused otherwise."""
+        watcher = self.watcher
+        with watcher.lock:
+            first = watcher.cache.get(planner)
+        try:
+            theirs = watcher.requests_of(planner, first, owner) if first is not None else None
+        except ValidationError:
+            theirs = None
+        if theirs is None or [r.shape() for r in theirs] != [r.shape() for r in requests]:
+            watcher.report(pod, pod_ports.CONFLICT, "VM %s's ports are made from its launcher %s's request; this "
+                           "launcher asks for other interfaces or addresses" % (vms.vm_of(owner.name), planner))
+            return
+        patch, secured = watcher.nb.read(lambda idl: (
+            pod_ports.pod_annotations(View(idl), owner, theirs), pod_ports.secured(View(idl), owner, theirs)))
+        if patch and secured:
+            if any(found.get(k) != v for k, v in patch.items()):
+                watcher.writer.patch(pod.metadata, {"metadata": {"annotations": patch}})
+            watcher._served(key, (pod.metadata.uid, dict(found, **patch)))
+
+    def requeue_launchers(self, namespace, name):
+        """Serve the VM's launchers again (one of its ports went)."""
+        with self.lock:
+            keys = list(self.launchers.get(vms.vm_owner(namespace, vms.vm_of(name)).uid) or {})
+        for key in keys:
+            self.watcher.served_as.pop(key, None)
+            self.watcher.queue.add(key)
+
     def exists(self, namespace, vm):
         with self.lock:
             return (namespace, vm) in self.objects[VMS] or (namespace, vm) in self.objects[VMIS]
@@ -212,16 +255,17 @@ class Vms:
         launchers."""
         vm = vms.vm_of(name)
         owner, watcher = vms.vm_owner(namespace, vm), self.watcher
+        if not (self.listed() and watcher.listed.is_set()):
+            watcher.queue.add_after("%s/%s" % (namespace, name), 1.0)      # not known yet: never judge on a guess
+            return
         running = self.running(owner)
         if not running and not self.exists(namespace, vm):
-            if not (self.listed() and watcher.listed.is_set()):
-                watcher.queue.add_after("%s/%s" % (namespace, name), 1.0)      # not known yet: never free on a guess
-                return
             if watcher.nb.read(lambda _idl: watcher.addresses.holds_others(namespace, name, None)):
                 def release(view):
                     if self.running(owner) or self.exists(namespace, vm):
                         return Batch()          # a launcher or the VMI came meanwhile
                     return pod_ports.plan_release(view, namespace, name, None, watcher.addresses)
+                self.judged.pop(owner.uid, None)
                 if watcher._execute(release).changed:
                     LOG.info("VM %s/%s is gone (no VirtualMachine, no VMI, no launcher that runs); its ports are "
                              "freed", namespace, vm)
@@ -236,8 +280,8 @@ class Vms:
             LOG.info("VM %s/%s: %s; launchers %s", namespace, vm, ", ".join(
                 "%s=%s" % (k, v) for k, v in sorted((options or {}).items()) if v is not None) or "runs nowhere",
                 ", ".join(key for key, _pod in running) or "none")
-        with self.lock:
-            others = list(self.launchers.get(owner.uid) or {})
-        for key in others:
-            watcher.served_as.pop(key, None)
-            watcher.queue.add(key)
+        said = (tuple(key for key, _pod in running), tuple(sorted((options or {}).items())))
+        if plan.changed or self.judged.get(owner.uid) != said:
+            # who runs it, or where, changed: its launchers are served again (told, refused, or planning)
+            self.judged[owner.uid] = said
+            self.requeue_launchers(namespace, name)

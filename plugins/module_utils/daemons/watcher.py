@@ -261,7 +261,9 @@ class Watcher:
         key = key_of(ids.get(K_NAMESPACE), ids.get(K_POD))
         self.served_as.pop(key, None)
         if vms.vm_of(ids.get(K_POD)):
-            self.queue.add(key)         # the VM's own key: it serves its launchers again
+            self.queue.add(key)         # the VM's own key judges it
+            if event == "delete":
+                self.vms.requeue_launchers(ids.get(K_NAMESPACE), ids.get(K_POD))     # they make it again
         if event == "delete":
             with self.lock:
                 live = key in self.cache
@@ -320,11 +322,7 @@ class Watcher:
         found = dict(meta.annotations or {})
         owner = vms.owner_of(meta)      # the pod, or the VM it launches
         try:
-            _source, requests = annotations.parse_requests(found, self.config.default_network)
-            selections = annotations.parse_multus(found, meta.namespace)
-            if selections:
-                requests = annotations.check_interfaces(
-                    requests + self.multus.requests(found, selections, owner.uid), "pod %s" % key)
+            requests = self.requests_of(key, pod, owner)
         except ValidationError as exc:
             self._refuse(key, pod, exc.reason, str(exc))
             return
@@ -346,6 +344,17 @@ class Watcher:
             return
         self._serve(key, pod, found, requests, owner)
 
+    def requests_of(self, key, pod, owner):
+        """What ``pod`` asks for (its annotations, its Multus selections),
+        checked; ValidationError says why not."""
+        found = dict(pod.metadata.annotations or {})
+        _source, requests = annotations.parse_requests(found, self.config.default_network)
+        selections = annotations.parse_multus(found, pod.metadata.namespace)
+        if selections:
+            requests = annotations.check_interfaces(
+                requests + self.multus.requests(found, selections, owner.uid), "pod %s" % key)
+        return requests
+
     def _serve(self, key, pod, found, requests, owner):
         meta = pod.metadata
 
@@ -366,13 +375,7 @@ class Watcher:
             return      # already done, as the MODIFIED event of our own patch shows
         planner = self.vms.planner(owner) if vms.vm_of(owner.name) else key
         if planner != key:
-            # another launcher of the VM makes its ports; this one is told what they hold, if it asks the same
-            if patch and not right:
-                self.report(pod, pod_ports.CONFLICT, "VM %s's ports are made from its launcher %s's request; this "
-                            "launcher asks for other addresses" % (vms.vm_of(owner.name), planner))
-            elif patch:
-                self.writer.patch(meta, {"metadata": {"annotations": patch}})
-                self._served(key, (meta.uid, dict(found, **patch)))
+            self.vms.tell(key, pod, found, requests, owner, planner)
             return      # the VM's key queues it again when its ports change
         try:
             # a port gone from under a served pod is made with the addresses it was told
