@@ -746,7 +746,8 @@ def migrate(args):
     completed or failed, or cancelled after ``--timeout`` seconds."""
     directory = existing(args)
     if not qemu_alive(directory):
-        raise VmmError("%s does not run here" % args.name)
+        # its QEMU went since it was started: why is in its logs, kept
+        raise VmmError("%s does not run here (its QEMU is gone); %s" % (args.name, _logs(directory)))
     host, _colon, port = args.to.rpartition(":")
     if not host or not port.isdigit():
         raise VmmError("--to is HOST:PORT, not %r" % args.to)
