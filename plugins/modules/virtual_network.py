@@ -18,6 +18,14 @@ description:
     (M(ovn4nfv.k8s.cluster_topology)) through a router port that holds the gateway address.
     Routes and SNAT on every node gateway (M(ovn4nfv.k8s.node_gateway)) follow in the same
     transaction.
+  - A I(provider network) (V(ovn) with O(config[].physnet)) sits on the operator's own L2 instead of the
+    overlay. Its switch has a localnet port C(lnet-<name>) on that physical network, tagged with
+    O(config[].vlan) (access) or untagged, and no router port, route or SNAT. Its gateway is the fabric's
+    router, and frames between nodes cross the wire untunnelled. Addresses still come from OVN, so pod
+    annotations, port security, policies and DHCP work on it as on an overlay. Each node that runs its
+    pods maps the physical network to a bridge (C(ovn-bridge-mappings), set by the
+    C(ovn4nfv.k8s.ovn_controller) role's C(ovn_controller_physnets)). One physical network and VLAN
+    carries one network only, and not a node gateway's.
   - With the V(ovs) backend a network is a plain OVS bridge on the node, for networks that need no
     overlay; the O(config[].vlan) is applied to the ports attached to it.
   - V(auto) picks a backend the same way every time and says which in RV(backends)
@@ -26,10 +34,11 @@ description:
   - Before anything is written, every network is checked, and each failure names the objects in
     conflict. Subnets may not overlap each other, the join subnet or the gateways' external
     networks. A gateway lies inside its subnet and outside its exclude ranges. Exclude ranges lie
-    inside the subnet. The MTU fits O(underlay_mtu) minus the Geneve overhead.
+    inside the subnet. The MTU of an overlay network fits O(underlay_mtu) minus the Geneve overhead.
   - An update that would strand ports, such as a subnet that no longer holds their addresses or
     a gateway moved onto a port's address, is refused and names the ports. So is deleting a
-    network that still has ports. O(force=true) overrides both.
+    network that still has ports, and turning an overlay with ports into a provider network or
+    back. O(force=true) overrides them.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
@@ -111,8 +120,19 @@ options:
         type: str
       vlan:
         description:
-          - The VLAN of an V(ovs) network, 1-4094.
+          - The VLAN of an V(ovs) network, 1-4094, applied to its ports.
+          - The access VLAN of a provider network (O(config[].physnet)) on its physical network, 1-4094;
+            without it the provider network is untagged. An overlay network has none.
         type: int
+      physnet:
+        description:
+          - Makes the network a provider network on this physical network, as the nodes'
+            C(ovn-bridge-mappings) name it (for example V(physnet-ext), the node gateways' default).
+          - Letters, digits, V(_), V(.) and V(-), up to 64 characters. Under O(state=merged), an empty string
+            makes a provider network an overlay again.
+          - An IPv6 subnet with O(config[].dhcp) is refused here, because the router advertisements are the
+            fabric router's.
+        type: str
       policy_mode:
         description:
           - How the security policies on an V(ovn) network keep state (the tenants' MultiNetworkPolicies
@@ -215,6 +235,20 @@ EXAMPLES = r"""
         subnet: 172.16.30.0/24
         provider: macvlan.default
 
+- name: Provider networks on the operator's VLANs 100 and 200 (the nodes map physnet-ext to a bridge)
+  ovn4nfv.k8s.virtual_network:
+    config:
+      - name: prov-v100
+        subnet: 192.168.100.0/24
+        gateway: 192.168.100.1
+        exclude_ips: [192.168.100.2..192.168.100.99]
+        physnet: physnet-ext
+        vlan: 100
+      - name: prov-v200
+        subnet: 192.168.200.0/24
+        physnet: physnet-ext
+        vlan: 200
+
 - name: A network whose VMs configure themselves by DHCP and router advertisements
   ovn4nfv.k8s.virtual_network:
     config:
@@ -309,6 +343,7 @@ def main():
             backend=dict(type="str", choices=["ovn", "ovs", "auto"], default="auto"),
             bridge=dict(type="str"),
             vlan=dict(type="int"),
+            physnet=dict(type="str"),
             policy_mode=dict(type="str", choices=["stateful", "stateless"]),
             dhcp=dict(type="dict", options=dict(
                 enabled=dict(type="bool", default=True),

@@ -212,3 +212,129 @@ def test_a_network_s_dhcp_through_the_module(sandbox, collections_path):
     assert vm1["dhcpv6_options"] == rows["fd00:40::/64"]["_uuid"]
     assert r["off"]["changed"] and not r["off_again"]["changed"]
     assert rows_from_json(r["dhcp_after_off"]["stdout"]) == []
+
+
+PROVIDERS = [{"name": "prov-v100", "subnet": "192.168.100.0/24", "gateway": "192.168.100.1",
+              "exclude_ips": ["192.168.100.2..192.168.100.99"], "physnet": "physnet-ext", "vlan": 100, "mtu": 1500},
+             {"name": "prov-v200", "subnet": "192.168.200.0/24", "physnet": "physnet-ext", "vlan": 200}]
+
+
+def test_provider_networks_through_the_module(sandbox, collections_path):
+    """``physnet`` makes a provider network: a localnet port on the
+    physical network with the VLAN as its access tag, no router port, no
+    route, no SNAT. Check mode writes nothing, a second run changes
+    nothing, every refusal writes nothing and names what is in the way; an
+    overlay without ports becomes a provider network and back, its router
+    wiring going and coming with it."""
+    nb = sandbox.nb_db
+
+    def vnet(name, config, check=False, fail=False, **extra):
+        task = {"name": name, "ovn4nfv.k8s.virtual_network": dict({"config": config, "db": nb}, **extra)}
+        if check:
+            task["check_mode"] = True
+        if fail:
+            task["ignore_errors"] = True
+        return task
+
+    def table(name, table_name):
+        return {"name": name, "changed_when": False, "ansible.builtin.command": {
+            "argv": ["ovsdb-client", "-f", "json", "dump", nb, "OVN_Northbound", table_name]}}
+
+    def dump(name):
+        return {"name": name, "changed_when": False, "ansible.builtin.command": {"argv": ["ovsdb-client", "dump", nb]}}
+
+    overlay = {"name": "ovl", "subnet": "172.16.7.0/24"}
+    r, proc = run_playbook(collections_path, [
+        {"name": "topo", "ovn4nfv.k8s.cluster_topology": {"config": {}, "db": nb}},
+        {"name": "gw", "ovn4nfv.k8s.node_gateway": {"db": nb, "config": [
+            {"node": "w1", "external_ip": "192.168.50.12/24", "external_gateway": "192.168.50.1"}]}},
+        vnet("overlay", [overlay]),
+        dump("dump0"),
+        vnet("check", PROVIDERS, check=True),
+        dump("dump1"),
+        vnet("create", PROVIDERS),
+        vnet("again", PROVIDERS),
+        table("ports", "Logical_Switch_Port"),
+        table("router_ports", "Logical_Router_Port"),
+        table("nat", "NAT"),
+        table("routes", "Logical_Router_Static_Route"),
+        table("switches", "Logical_Switch"),
+        dump("dump2"),
+        vnet("refuse_vlan_alone", [{"name": "bad1", "subnet": "192.168.31.0/24", "vlan": 31}], fail=True),
+        vnet("refuse_ovs", [{"name": "bad2", "subnet": "192.168.32.0/24", "physnet": "physnet-ext",
+                             "backend": "ovs"}], fail=True, ovs_db=sandbox.ovs_db),
+        vnet("refuse_segment_twice", [{"name": "bad3", "subnet": "192.168.33.0/24", "physnet": "physnet-ext",
+                                       "vlan": 100}], fail=True),
+        vnet("refuse_gateway_segment", [{"name": "bad4", "subnet": "192.168.34.0/24", "physnet": "physnet-ext"}],
+             fail=True),
+        vnet("refuse_ra", [{"name": "bad5", "subnet": "192.168.35.0/24", "subnet6": "fd00:35::/64",
+                            "physnet": "physnet2", "dhcp": {"enabled": True}}], fail=True),
+        vnet("refuse_name", [{"name": "bad6", "subnet": "192.168.36.0/24", "physnet": "phys:net"}], fail=True),
+        {"name": "pod_port", "ovn4nfv.k8s.ovn_logical_switch_port": {"db": nb, "config": [
+            {"name": "pod1", "switch": "prov-v200", "addresses": ["0a:00:00:00:c8:64 192.168.200.100"]}]}},
+        dump("dump3"),
+        vnet("refuse_conversion", [{"name": "prov-v200", "physnet": ""}], fail=True),
+        dump("dump4"),
+        vnet("gathered", [], state="gathered"),
+        vnet("convert", [dict(overlay, physnet="physnet2", vlan=7)]),
+        vnet("convert_again", [dict(overlay, physnet="physnet2", vlan=7)]),
+        table("nat_converted", "NAT"),
+        table("router_ports_converted", "Logical_Router_Port"),
+        vnet("back", [{"name": "ovl", "physnet": ""}]),
+        vnet("back_again", [{"name": "ovl", "physnet": ""}]),
+        table("nat_back", "NAT"),
+        table("ports_back", "Logical_Switch_Port"),
+        vnet("delete", [{"name": "prov-v100"}], state="deleted"),
+        table("ports_deleted", "Logical_Switch_Port"),
+    ])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+
+    # check mode: a diff a reviewer reads, nothing written
+    assert r["check"]["changed"] and r["check"]["diff"]["after"]["prov-v100"]["physnet"] == "physnet-ext"
+    assert r["check"]["diff"]["after"]["prov-v100"]["vlan"] == 100
+    assert stable_dump(r["dump0"]["stdout"]) == stable_dump(r["dump1"]["stdout"])
+    assert r["create"]["changed"] and not r["again"]["changed"]
+
+    # a localnet port per network, tagged; no router port, no route, no SNAT
+    ports = dict((p["name"], p) for p in rows_from_json(r["ports"]["stdout"]))
+    assert ports["lnet-prov-v100"]["type"] == "localnet" and ports["lnet-prov-v100"]["tag"] == 100
+    assert ports["lnet-prov-v100"]["options"] == {"network_name": "physnet-ext"}
+    assert ports["lnet-prov-v100"]["addresses"] == "unknown"
+    assert ports["lnet-prov-v200"]["tag"] == 200
+    assert "stor-prov-v100" not in ports and "stor-ovl" in ports
+    assert {p["name"] for p in rows_from_json(r["router_ports"]["stdout"])} >= {"rtos-ovl"}
+    assert not {"rtos-prov-v100", "rtos-prov-v200"} & {p["name"] for p in rows_from_json(r["router_ports"]["stdout"])}
+    assert nat_pairs(r["nat"]) == [("192.168.50.12", "172.16.7.0/24")]
+    assert not [x for x in rows_from_json(r["routes"]["stdout"]) if x["ip_prefix"].startswith("192.168.")]
+    switch = next(s for s in rows_from_json(r["switches"]["stdout"]) if s["name"] == "prov-v100")
+    assert switch["other_config"]["exclude_ips"] == "192.168.100.2..192.168.100.99 192.168.100.1"
+    assert switch["external_ids"]["ovn4nfv-physnet"] == "physnet-ext"
+    assert switch["external_ids"]["ovn4nfv-vlan"] == "100"
+
+    # refusals: each names what is wrong, none writes
+    assert "give its physnet too" in r["refuse_vlan_alone"]["msg"]
+    assert "applies to the ovn backend only" in r["refuse_ovs"]["msg"]
+    assert "networks bad3, prov-v100 are all on physnet physnet-ext VLAN 100" in r["refuse_segment_twice"]["msg"]
+    assert "network bad4: physnet physnet-ext untagged is node w1's gateway's" in r["refuse_gateway_segment"]["msg"]
+    assert "fabric's router" in r["refuse_ra"]["msg"]
+    assert "not a valid physical network name" in r["refuse_name"]["msg"]
+    assert "cannot become an overlay while 1 port(s) are on it (pod1)" in r["refuse_conversion"]["msg"]
+    assert stable_dump(r["dump3"]["stdout"]) == stable_dump(r["dump4"]["stdout"])
+
+    gathered = dict((n["name"], n) for n in r["gathered"]["gathered"])
+    assert gathered["prov-v200"]["physnet"] == "physnet-ext" and gathered["prov-v200"]["vlan"] == 200
+    # the localnet port is the network's, not a pod's
+    assert gathered["prov-v200"]["ports"] == [{"name": "pod1", "addresses": ["0a:00:00:00:c8:64 192.168.200.100"]}]
+
+    # an overlay without ports becomes a provider network: its router port and SNAT go; and back
+    assert r["convert"]["changed"] and not r["convert_again"]["changed"]
+    assert nat_pairs(r["nat_converted"]) == []
+    assert "rtos-ovl" not in {p["name"] for p in rows_from_json(r["router_ports_converted"]["stdout"])}
+    assert r["back"]["changed"] and not r["back_again"]["changed"]
+    assert nat_pairs(r["nat_back"]) == [("192.168.50.12", "172.16.7.0/24")]
+    names = {p["name"] for p in rows_from_json(r["ports_back"]["stdout"])}
+    assert "stor-ovl" in names and "lnet-ovl" not in names
+
+    # deleted with its localnet port
+    assert r["delete"]["changed"]
+    assert "lnet-prov-v100" not in {p["name"] for p in rows_from_json(r["ports_deleted"]["stdout"])}

@@ -8,7 +8,12 @@ ranges, MTU, DNS, routes, provider) and realised by a backend:
 
 * ``ovn``: a logical switch with ``other_config:subnet`` and
   ``exclude_ips`` (OVN allocates addresses), attached to the cluster's
-  distributed router through a router port that holds the gateway;
+  distributed router through a router port that holds the gateway; or,
+  for a *provider network* (``physnet``), on the operator's own L2
+  instead: a localnet port ``lnet-<network>`` on the physical network
+  (``options:network_name``), with the network's ``vlan`` as its access
+  tag, no router port, no route and no SNAT: the gateway is the fabric's
+  router, and frames between nodes cross the wire, not the tunnels;
 * ``ovs``: a plain OVS bridge on the node (the ovs-cni style), with the
   network's record in the bridge's ``external_ids``.
 
@@ -27,17 +32,17 @@ import re
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import (
-    K_BACKEND, K_DHCP, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_POLICY_MODE, K_PROVIDER, K_ROUTES, K_SUBNET,
-    K_SUBNET6, K_VLAN, NETWORK_KEY, OWNER_KEY, OWNER_VALUE)
-from ..common.naming import in_range, interface_name, ovn_name
+    K_DHCP, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_PHYSNET, K_POLICY_MODE, K_PROVIDER, K_ROUTES,
+    K_SUBNET, K_SUBNET6, K_VLAN, NETWORK_KEY, OWNER_KEY, OWNER_VALUE)
+from ..common.naming import in_range, interface_name, ovn_name, physnet_name
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.view import cell
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_dhcp import DHCPOptions
-from ..resources.nb_routers import LogicalRouterPort
-from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
+from ..resources.nb_switches import LogicalSwitch
 from ..resources.ovs import Bridge
 from . import dhcp as dhcp_service, network_safety
+from .network_model import Network
 from .topology import read_gateways, require_topology
 from .wiring import build_batch, cross_checks
 
@@ -46,113 +51,10 @@ BACKENDS = ("ovn", "ovs")
 GENEVE_OVERHEAD = 58
 _PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?\Z")
 OPTIONS = ("name", "subnet", "gateway", "subnet6", "gateway6", "exclude_ips", "mtu", "dns",
-           "routes", "provider", "backend", "bridge", "vlan", "policy_mode", "dhcp")
+           "routes", "provider", "backend", "bridge", "vlan", "policy_mode", "dhcp", "physnet")
 # how a network's policies keep state: stateful (conntrack: replies and
 # related ICMP pass, Services are balanced) or stateless (no conntrack)
 POLICY_MODES = ("stateful", "stateless")
-
-
-class Network:
-    """A complete, checked network."""
-
-    def __init__(self, name, subnet, gateway, backend, exclude_ips=(), mtu=None, dns=(),
-                 routes=(), provider=None, bridge=None, vlan=None, subnet6=None, gateway6=None,
-                 policy_mode="stateful", dhcp=None):
-        self.name = name
-        self.subnet = subnet
-        self.gateway = gateway
-        self.subnet6 = subnet6      # an IPv6 /64, or None for an IPv4-only network
-        self.gateway6 = gateway6
-        self.backend = backend
-        self.exclude_ips = list(exclude_ips)
-        self.mtu = mtu
-        self.dns = list(dns)
-        self.routes = list(routes)
-        self.provider = provider
-        self.bridge = bridge
-        self.vlan = vlan
-        self.policy_mode = policy_mode or "stateful"
-        self.dhcp = dhcp            # dhcp.check's form, or None: OVN serves no DHCP here
-
-    @property
-    def stateful(self):
-        """Whether the network's policies keep connection state."""
-        return self.policy_mode != "stateless"
-
-    def config(self):
-        out = {"name": self.name, "subnet": str(self.subnet), "gateway": str(self.gateway),
-               "backend": self.backend}
-        if self.subnet6 is not None:
-            out.update(subnet6=str(self.subnet6), gateway6=str(self.gateway6))
-        for option in ("exclude_ips", "mtu", "dns", "routes", "provider", "bridge", "vlan"):
-            value = getattr(self, option)
-            if value not in (None, [], ()):
-                out[option] = value
-        if not self.stateful:
-            out["policy_mode"] = self.policy_mode
-        if self.dhcp is not None:
-            out["dhcp"] = dict(self.dhcp)
-        return out
-
-    @property
-    def gateway_cidr(self):
-        return "%s/%d" % (self.gateway, self.subnet.prefixlen)
-
-    @property
-    def gateway6_cidr(self):
-        return "%s/%d" % (self.gateway6, self.subnet6.prefixlen) if self.subnet6 is not None else None
-
-    @property
-    def router_port(self):
-        return "rtos-" + self.name
-
-    @property
-    def switch_port(self):
-        return "stor-" + self.name
-
-    def records(self):
-        """The network's settings as ``external_ids``; None removes a key."""
-        return {
-            NETWORK_KEY: self.name,
-            K_BACKEND: self.backend,
-            K_GATEWAY: self.gateway_cidr,
-            K_GATEWAY6: self.gateway6_cidr,
-            K_EXCLUDE: " ".join(self.exclude_ips) or None,
-            K_MTU: str(self.mtu) if self.mtu else None,
-            K_DNS: ",".join(self.dns) or None,
-            K_ROUTES: json.dumps(self.routes, sort_keys=True) if self.routes else None,
-            K_PROVIDER: self.provider,
-            K_POLICY_MODE: None if self.stateful else self.policy_mode,
-            K_DHCP: json.dumps(self.dhcp, sort_keys=True) if self.dhcp is not None else None,
-        }
-
-    def ovn_items(self, topology):
-        mark = {NETWORK_KEY: self.name}
-        return {
-            LogicalSwitch: [{"name": self.name, "subnet": str(self.subnet),
-                             "exclude_ips": self.exclude_ips + [str(self.gateway)],
-                             "ipv6_prefix": str(self.subnet6.network) if self.subnet6 is not None else None,
-                             "external_ids": self.records()}],
-            LogicalRouterPort: [{"name": self.router_port, "router": topology.router,
-                                 "mac": addressing.mac_from_name(self.router_port),
-                                 "networks": [n for n in (self.gateway_cidr, self.gateway6_cidr) if n],
-                                 "external_ids": mark}],
-            LogicalSwitchPort: [{"name": self.switch_port, "switch": self.name, "type": "router",
-                                 "addresses": ["router"],
-                                 "options": {"router-port": self.router_port},
-                                 "external_ids": mark}],
-        }
-
-    def ovn_keys(self):
-        return {LogicalSwitch: [{"name": self.name}],
-                LogicalRouterPort: [{"name": self.router_port}],
-                LogicalSwitchPort: [{"name": self.switch_port}]}
-
-    def ovs_item(self, datapath_type):
-        records = self.records()
-        records.update({K_SUBNET: str(self.subnet), K_VLAN: str(self.vlan) if self.vlan else None,
-                        K_SUBNET6: str(self.subnet6) if self.subnet6 is not None else None})
-        return {"name": self.bridge, "datapath_type": datapath_type, "external_ids": records}
 
 
 def check_network(item, where):
@@ -192,6 +94,8 @@ def check_network(item, where):
         interface_name(out["bridge"], where + ".bridge")
     if "vlan" in out:
         in_range(out["vlan"], 1, 4094, where + ".vlan")
+    if out.get("physnet") not in (None, ""):
+        physnet_name(out["physnet"], where + ".physnet")
     if "policy_mode" in out and out["policy_mode"] not in POLICY_MODES:
         raise ValidationError("%s.policy_mode: %r is not one of %s" % (
             where, out["policy_mode"], ", ".join(POLICY_MODES)))
@@ -230,7 +134,12 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
         raise ValidationError("%s.gateway: %s lies inside exclude_ips %s" % (
             where, gateway, " ".join(excludes)))
     backend = cfg.get("backend") if cfg.get("backend") in BACKENDS else backend
-    if underlay_mtu and cfg.get("mtu") and backend == "ovn" and \
+    physnet = cfg.get("physnet") or None
+    if not physnet and "physnet" in given and "vlan" not in given and backend == "ovn":
+        cfg.pop("vlan", None)       # a provider network's tag goes with its physnet
+    # a provider network's frames cross the wire untunnelled: its MTU is
+    # the physical NIC's to fit (the roles' preflight), not the underlay's
+    if underlay_mtu and cfg.get("mtu") and backend == "ovn" and not physnet and \
             cfg["mtu"] > underlay_mtu - GENEVE_OVERHEAD:
         raise ValidationError(
             "%s.mtu: %d does not fit the underlay MTU %d minus %d bytes of Geneve overhead (max %d)" % (
@@ -252,8 +161,15 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
                 where, gateway6, subnet6))
     elif cfg.get("gateway6"):
         raise ValidationError("%s.gateway6: %s needs a subnet6" % (where, cfg["gateway6"]))
-    if backend == "ovn" and cfg.get("vlan"):
-        raise ValidationError("%s.vlan: %r applies to the ovs backend only" % (where, cfg["vlan"]))
+    if backend == "ovn" and cfg.get("vlan") and not physnet:
+        raise ValidationError("%s.vlan: %r is a provider network's access tag: give its physnet too (an overlay "
+                              "network has no VLAN)" % (where, cfg["vlan"]))
+    if backend == "ovs" and physnet:
+        raise ValidationError("%s.physnet: %r applies to the ovn backend only (an ovs network is its bridge)" % (
+            where, physnet))
+    if physnet and cfg.get("dhcp") and cfg.get("subnet6"):
+        raise ValidationError("%s.dhcp: a provider network's IPv6 router advertisements are its fabric's router's; "
+                              "OVN's DHCP serves it IPv4 only: drop subnet6 or dhcp" % where)
     if backend == "ovs" and cfg.get("policy_mode") == "stateless":
         raise ValidationError("%s.policy_mode: stateless applies to the ovn backend only (an ovs network has "
                               "no OVN ACLs)" % where)
@@ -266,7 +182,7 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
     return Network(cfg["name"], subnet, gateway, backend, excludes, cfg.get("mtu"),
                    [str(addressing.parse_ip(d, "dns")) for d in cfg.get("dns") or []], routes,
                    cfg.get("provider"), bridge, cfg.get("vlan"), subnet6, gateway6, cfg.get("policy_mode"),
-                   cfg.get("dhcp") or None)
+                   cfg.get("dhcp") or None, physnet)
 
 
 def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
@@ -282,7 +198,7 @@ def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
         [d for d in (ids.get(K_DNS) or "").split(",") if d],
         json.loads(ids[K_ROUTES]) if ids.get(K_ROUTES) else [], ids.get(K_PROVIDER), bridge,
         int(ids[K_VLAN]) if ids.get(K_VLAN) else None, subnet6, gateway6, ids.get(K_POLICY_MODE),
-        json.loads(ids[K_DHCP]) if ids.get(K_DHCP) else None)
+        json.loads(ids[K_DHCP]) if ids.get(K_DHCP) else None, ids.get(K_PHYSNET) if backend == "ovn" else None)
 
 
 class NetworkState:
@@ -364,7 +280,7 @@ def read_networks(view):
             continue
         network = network_of(row)
         ports = [(p.name, list(p.addresses), _port_ips(p)) for p in row.ports
-                 if p.name != network.switch_port]
+                 if p.name not in network.own_ports()]
         out[row.name] = NetworkState(network, sorted(ports), ids.get(OWNER_KEY) == OWNER_VALUE)
     return out
 
@@ -443,9 +359,22 @@ class Networks(CompositeKind):
         problems = cross_checks(after, topology, gateways)
         if not self.force:
             problems.extend(network_safety.stranded_ports(current, after, declared, deleting))
+        upserts, deletes = {}, {}
+        for name in declared:
+            old = current[name].network if name in current else None
+            if ovn and old is not None and bool(old.physnet) != bool(after[name].physnet):
+                # an overlay becoming a provider network, or back: its way
+                # out changes, and every pod on it would lose its path
+                if current[name].ports and not self.force:
+                    problems.append("network %s: it cannot become %s while %d port(s) are on it (%s); move "
+                                    "them first, or set force: true" % (
+                                        name, "a provider network" if after[name].physnet else "an overlay",
+                                        len(current[name].ports), ", ".join(p for p, _a, _i in current[name].ports[:3])))
+                for resource_class, objs in old.ovn_keys().items():
+                    if resource_class is not LogicalSwitch:
+                        deletes.setdefault(resource_class, []).extend(objs)
         if problems:
             raise ValidationError(problems)
-        upserts, deletes = {}, {}
         for name in declared:
             network = after[name]
             objects = network.ovn_items(topology) if ovn else {Bridge: [network.ovs_item(self.datapath_type)]}
@@ -461,7 +390,8 @@ class Networks(CompositeKind):
             for resource_class, objs in keys.items():
                 deletes.setdefault(resource_class, []).extend(objs)
         if ovn:
-            subnets = dict((n, net.subnet) for n, net in after.items())
+            # a provider network is routed by its fabric: no route, no SNAT
+            subnets = dict((n, net.subnet) for n, net in after.items() if not net.physnet)
             result.batch = build_batch(view, upserts, deletes, topology, subnets, gateways)
             # the network's DHCP rows as they should be, options whole: a key
             # the network no longer sets (dhcpv6_stateless, a route) goes

@@ -28,7 +28,7 @@ from ..common.errors import ValidationError
 from ..common.marks import (
     DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, K_EXTERNAL_GATEWAY, K_EXTERNAL_IP, K_JOIN_IP, K_NODE, K_PHYSNET, K_VLAN,
     OWNER_KEY, OWNER_VALUE, ROLE, ROLE_GATEWAY, ROLE_JOIN, ROLE_ROUTER)
-from ..common.naming import in_range, ovn_name
+from ..common.naming import in_range, ovn_name, physnet_name
 from ..resources.nb_dhcp import DHCPOptions
 from ..resources.nb_routers import LogicalRouter, LogicalRouterPort, NAT, StaticRoute
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
@@ -222,8 +222,7 @@ def validate_gateway(item, where):
     gateway.external_net = net.cidr
     if item.get("vlan") is not None:
         in_range(item["vlan"], 1, 4094, where + ".vlan")
-    if ":" in gateway.physnet or "," in gateway.physnet:
-        raise ValidationError("%s.physnet: %r may not hold ':' or ','" % (where, gateway.physnet))
+    physnet_name(gateway.physnet, where + ".physnet")
     if item.get("join_ip"):
         gateway.join_ip = addressing.parse_ip(item["join_ip"], where + ".join_ip", 4)
     return gateway

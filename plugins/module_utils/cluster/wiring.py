@@ -14,7 +14,8 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.marks import DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, NETWORK_KEY, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_WIRING
+from ..common.marks import (
+    DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, K_PHYSNET, NETWORK_KEY, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_WIRING)
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.execution import Batch, CompositePlan
 from ..ovsdb.plan import plan, validate_config
@@ -54,10 +55,13 @@ def _wiring_scope(resource):
 
 
 def read_network_subnets(view):
-    """``{network name: subnet}`` of the OVN virtual networks in the database."""
+    """``{network name: subnet}`` of the OVN virtual networks in the
+    database that the distributed router serves (a provider network's
+    router is its fabric's)."""
     out = {}
     for row in view.rows("Logical_Switch"):
-        if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(OWNER_KEY) == OWNER_VALUE:
+        if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(OWNER_KEY) == OWNER_VALUE \
+                and not row.external_ids.get(K_PHYSNET):
             subnet = row.other_config.get("subnet")
             if subnet:
                 out[row.name] = addressing.parse_cidr(subnet, "subnet of " + row.name)
@@ -100,13 +104,26 @@ def cross_checks(after, topology, gateways):
         check_no_overlap(named)
     except ValidationError as exc:
         problems.extend(exc.problems)
+    gateway_segments = dict(((g.physnet, g.vlan), node) for node, g in sorted((gateways or {}).items()))
+    segments = {}
     providers = {}
     for name, net in sorted(after.items()):
+        if net.physnet:
+            segments.setdefault((net.physnet, net.vlan), []).append(name)
         if net.provider:
             if net.provider in providers:
                 problems.append("network %s: provider %s is already network %s's" % (
                     name, net.provider, providers[net.provider]))
             providers[net.provider] = name
+    # one switch per segment: two localnet ports on one physnet and tag
+    # would each take every frame of it, on every node
+    for (physnet, vlan), names in sorted(segments.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+        where = "physnet %s %s" % (physnet, "VLAN %d" % vlan if vlan else "untagged")
+        if len(names) > 1:
+            problems.append("networks %s are all on %s: one network per physical segment" % (", ".join(names), where))
+        if (physnet, vlan) in gateway_segments:
+            problems.append("network %s: %s is node %s's gateway's external network" % (
+                names[0], where, gateway_segments[(physnet, vlan)]))
     return problems
 
 

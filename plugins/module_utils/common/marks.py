@@ -222,7 +222,9 @@ CONTRACT = {
     "K_EXTERNAL_IP": (KIND_KEY, "a gateway's Logical_Router", "node_gateway", "cluster/topology.py (read_gateways)"),
     "K_EXTERNAL_GATEWAY": (KIND_KEY, "a gateway's Logical_Router", "node_gateway",
                            "cluster/topology.py (read_gateways)"),
-    "K_PHYSNET": (KIND_KEY, "a gateway's Logical_Router", "node_gateway", "cluster/topology.py (read_gateways)"),
+    "K_PHYSNET": (KIND_KEY, "a gateway's Logical_Router; a provider network's Logical_Switch",
+                  "node_gateway, " + _NETWORKS, "cluster/topology.py (read_gateways), cluster/networks.py (network_of), "
+                  "cluster/wiring.py (no route or SNAT for a provider network), the node agent"),
     "K_JOIN_IP": (KIND_KEY, "a gateway's Logical_Router", "node_gateway", "cluster/topology.py (read_gateways)"),
     "DEFAULT_ROUTER": (KIND_NAME, "Logical_Router.name of the distributed router, unless declared",
                        "cluster_topology", "every cluster module that takes no router name, the audit"),
@@ -244,7 +246,8 @@ CONTRACT = {
     "K_PROVIDER": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS,
                    "cluster/networks.py (by_provider), the watcher (Multus selections)"),
     "K_BACKEND": (KIND_KEY, "a network's Logical_Switch or Bridge", _NETWORKS, "cluster/networks.py"),
-    "K_VLAN": (KIND_KEY, "an OVS-backend network's Bridge; a gateway's Logical_Router", _NETWORKS + ", node_gateway",
+    "K_VLAN": (KIND_KEY, "an OVS-backend network's Bridge; a provider network's Logical_Switch; a gateway's "
+                         "Logical_Router", _NETWORKS + ", node_gateway",
                "cluster/networks.py, cluster/topology.py (read_gateways)"),
     "K_DHCP": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
                "cluster/networks.py (its DHCP_Options rows, its router port's ipv6_ra_configs), the watcher, "

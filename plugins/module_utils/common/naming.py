@@ -16,6 +16,9 @@ from .errors import ValidationError
 _OVN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}\Z")
 # Kernel interface names: at most 15 bytes, no '/', ':' or white space.
 _IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")
+# A physical network's name, as ovn-bridge-mappings (``physnet:bridge,...``)
+# and a localnet port's options:network_name carry it: no ':' or ','.
+_PHYSNET = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
 
 
 def ovn_name(value, field):
@@ -33,6 +36,15 @@ def interface_name(value, field):
         raise ValidationError(
             "%s: %r is not a valid interface name (1-15 letters, digits, '_', '.' or '-')" % (
                 field, value))
+    return value
+
+
+def physnet_name(value, field):
+    """Refuse a physical network name ovn-bridge-mappings cannot carry."""
+    if not isinstance(value, str) or not _PHYSNET.match(value):
+        raise ValidationError(
+            "%s: %r is not a valid physical network name (1-64 letters, digits, '_', '.' or '-'; "
+            "no ':' or ',', which ovn-bridge-mappings uses)" % (field, value))
     return value
 
 

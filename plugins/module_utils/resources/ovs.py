@@ -11,7 +11,7 @@ __metaclass__ = type
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import OWNER_KEY
-from ..common.naming import in_range, interface_name, ovn_name
+from ..common.naming import in_range, interface_name, ovn_name, physnet_name
 from ..ovsdb.connection import OVS_SCHEMA, parse_remote
 from ..ovsdb.fields import Field, map_options
 from ..ovsdb.operations import Op
@@ -297,9 +297,7 @@ class Chassis(Resource):
             item["encap_ip"] = str(addressing.parse_ip(item["encap_ip"], where + ".encap_ip"))
         for physnet, bridge in (item.get("bridge_mappings") or {}).items():
             field = "%s.bridge_mappings.%s" % (where, physnet)
-            if not physnet or ":" in physnet or "," in physnet:
-                raise ValidationError("%s: %r is not a valid physical network name" % (
-                    field, physnet))
+            physnet_name(physnet, field)
             if bridge is not None:
                 interface_name(bridge, field)
         for index, option in enumerate(item.get("cms_options") or []):
