@@ -12,16 +12,18 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import V
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import View
-from tests.harness.watcher_env import Cluster, ovn_network
+from tests.harness.watcher_env import NETWORKS, Cluster, ovn_network
 
 NET = {services.NETWORK_ANNOTATION: "net1"}
 HTTP = [{"name": "http", "containerPort": 8080}]
 EXTERNAL_IP = "192.168.50.120"
+# a provider network (issue 35): its own switch balances its Services
+PROVIDER = {"name": "prov-net", "subnet": "192.168.100.0/24", "physnet": "physnet-ext", "vlan": 100}
 
 
 @pytest.fixture(scope="module")
 def k8s(tmp_path_factory, collections_path):
-    env = Cluster(str(tmp_path_factory.mktemp("services")), collections_path)
+    env = Cluster(str(tmp_path_factory.mktemp("services")), collections_path, networks=NETWORKS + [PROVIDER])
     try:
         yield env
     finally:
@@ -85,10 +87,8 @@ def test_a_service_follows_its_ready_pods(k8s):
     assert lb["options"] == {"affinity_timeout": "10800", "reject": "true"}
     assert lb["external_ids"][marks.K_SERVICE] == "default/web"
     assert lb["external_ids"][marks.K_SERVICE_UID] == service["metadata"]["uid"]
-    switches = sorted(s["name"] for s in k8s.box.rows("nb", "Logical_Switch") if lb["_uuid"] in (
-        s["load_balancer"] if isinstance(s["load_balancer"], list) else [s["load_balancer"]]))
-    assert switches == ["default-net", "macvlan-net", "net1", "net2", "tiny"], \
-        "a pod on any virtual network reaches the VIP"
+    assert switches_of(k8s, name) == ["default-net", "macvlan-net", "net1", "net2", "tiny"], \
+        "a pod on any overlay network reaches the VIP; a provider network has no router to the backends"
 
     k8s.api.set_ready("default", "web-2", ready=False)
     wait_vips(k8s, name, {vip + ":80": [ips["web-1"] + ":8080"], vip + ":8000": [ips["web-1"] + ":8081"]})
@@ -139,6 +139,8 @@ BAD_SERVICES = [
     ("mcast", NET, {"externalIPs": ["239.1.1.1"]}, services.INVALID, ["239.1.1.1", "special-purpose"]),
     ("loop", NET, {"externalIPs": ["127.0.0.9"]}, services.INVALID, ["127.0.0.9", "special-purpose"]),
     ("limited", NET, {"externalIPs": ["255.255.255.255"]}, services.INVALID, ["255.255.255.255", "special-purpose"]),
+    ("provext", {services.NETWORK_ANNOTATION: "prov-net"}, {"externalIPs": ["192.168.50.130"]}, services.INVALID,
+     ["provider network", "prov-net", "physnet-ext"]),
 ]
 
 
@@ -237,3 +239,28 @@ def test_ports_out_of_range_are_refused_by_the_core_too(k8s):
                 execute(db, lambda view: services.plan_service(view, service, [], None), write=True)
             assert words in str(err.value)
     assert not [n for n in balancers(k8s) if "raw" in n]
+
+
+def switches_of(env, name):
+    lb = balancers(env)[name]
+    return sorted(s["name"] for s in env.box.rows("nb", "Logical_Switch") if lb["_uuid"] in (
+        s["load_balancer"] if isinstance(s["load_balancer"], list) else [s["load_balancer"]]))
+
+
+def test_a_provider_network_s_service_is_balanced_on_its_own_switch(k8s):
+    """A provider network has no router: its Service's VIP goes on its own
+    switch (its pods reach the backends there), on no overlay's."""
+    k8s.api.create_pod("default", "prov-web", ovn_network({"name": "prov-net", "interface": "eth1"}),
+                       labels={"app": "prov-web"}, ports=HTTP)
+    ip = pod_ip(k8s, "prov-web")
+    assert addressing.parse_ip(ip, "ip") in addressing.parse_cidr(PROVIDER["subnet"], "subnet")
+    k8s.api.set_ready("default", "prov-web")
+    service = k8s.api.create_service("default", "prov-web", {
+        "selector": {"app": "prov-web"}, "ports": [{"port": 80, "targetPort": "http"}]},
+        {services.NETWORK_ANNOTATION: "prov-net"})
+    vip = service["spec"]["clusterIP"]
+    wait_vips(k8s, "svc_default_prov-web_tcp", {vip + ":80": [ip + ":8080"]})
+    assert switches_of(k8s, "svc_default_prov-web_tcp") == ["prov-net"]
+    k8s.api.delete_service("default", "prov-web")
+    k8s.api.delete_pod("default", "prov-web")
+    wait_nb(k8s, lambda idl: vips_of("svc_default_prov-web_tcp")(idl) is None)
