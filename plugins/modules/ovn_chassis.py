@@ -18,6 +18,13 @@ description:
   - No other key of that map is ever touched.
   - O(config.bridge_mappings) merges mapping by mapping under V(merged); a mapping set to V(null)
     is removed.
+  - O(config.owned_bridge_mappings) are the product's own mappings on this node (its provider networks').
+    They are recorded by physical network in C(external_ids:ovn4nfv-physnets). Exactly these are set, and
+    one the product set before and no longer lists is removed. A mapping another tool made is never
+    touched.
+  - A change of C(ovn-bridge-mappings) is committed only if no other writer changed C(external_ids) since
+    it was read. Otherwise it is planned again from what that writer left, so a mapping set
+    meanwhile is kept.
   - V(deleted) removes the keys named in O(config) (any value), or all of these keys when
     O(config) names none. V(overridden) is V(replaced).
 author:
@@ -49,6 +56,12 @@ options:
       bridge_mappings:
         description:
           - C(ovn-bridge-mappings) as physical network name to OVS bridge.
+        type: dict
+      owned_bridge_mappings:
+        description:
+          - The product's own C(ovn-bridge-mappings), as physical network name to OVS bridge, exactly. Use
+            it under V(merged). V(deleted) naming it removes the product's mappings and its record.
+          - Not with O(config.bridge_mappings) in the same task.
         type: dict
       bridge_datapath_type:
         description:
@@ -85,6 +98,13 @@ EXAMPLES = r"""
       bridge_datapath_type: netdev
       bridge_mappings:
         physnet-ext: br-ex
+
+- name: The provider networks' mappings this node has from the inventory, exactly (another tool's stay)
+  ovn4nfv.k8s.ovn_chassis:
+    config:
+      owned_bridge_mappings:
+        physnet-ext: br-ext
+        physnet-vlan: br-vlan
 
 - name: Drop one bridge mapping, keep the others
   ovn4nfv.k8s.ovn_chassis:
@@ -164,6 +184,7 @@ OPTIONS = dict(
     encap_type=dict(type="list", elements="str", choices=["geneve", "vxlan"]),
     encap_ip=dict(type="str"),
     bridge_mappings=dict(type="dict"),
+    owned_bridge_mappings=dict(type="dict"),
     bridge_datapath_type=dict(type="str", choices=["system", "netdev"]),
     cms_options=dict(type="list", elements="str"),
     match_northd_version=dict(type="bool"),

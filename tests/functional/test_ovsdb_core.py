@@ -18,10 +18,12 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import transacti
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.view import NameIndex, View, cell
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import DatabaseUnreachable, ValidationError
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import reconcile
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.operations import render_ops
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.operations import apply_ops, render_ops
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.plan import plan, validate_config
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_routers import LogicalRouterPort
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import (
     LogicalSwitch, LogicalSwitchPort)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import Chassis
 
 
 def free_port():
@@ -405,3 +407,45 @@ def test_cell_reads_every_column_as_python_ovs_does_without_its_getattr(sandbox,
         got = db.read(lambda _idl: dict((c, cell(port, c)) for c in columns))
     assert got == expected
     assert got["external_ids"] == {"k": "v"} and got["dynamic_addresses"] == []
+
+
+def _mappings(sandbox):
+    return sandbox.vsctl("get", "open_vswitch", ".", "external_ids:ovn-bridge-mappings").strip().strip('"')
+
+
+def test_a_bridge_mapping_another_writer_adds_meanwhile_survives(sandbox):
+    """ovn-bridge-mappings is one string, read, changed and written back
+    (nmstate #2395, kube-ovn #3074). A writer that changes it between the
+    plan and the commit makes the commit fail ("try again", the plan's
+    verify); the plan made anew keeps that writer's mapping. The same stale
+    plan without its verify commits and loses it."""
+    sandbox.vsctl("set", "open_vswitch", ".", "external_ids:ovn-bridge-mappings=foreign:br-f")
+    resource = Chassis()
+    items = validate_config(resource, [{"owned_bridge_mappings": {"physnet-a": "br-a"}}], "merged")
+
+    def attempt(keep_verify, meanwhile):
+        calls = []
+
+        def transaction_(idl, txn):
+            planned = plan(resource, items, "merged", View(idl))
+            if not calls:
+                # another writer, committed before this transaction is sent
+                sandbox.vsctl("set", "open_vswitch", ".", "external_ids:ovn-bridge-mappings=" + meanwhile)
+            calls.append(planned)
+            ops = planned.ops if keep_verify else [op for op in planned.ops if op.op != "verify"]
+            apply_ops(ops, idl, txn)
+
+        with ovsdb.Database(sandbox.ovs_db, ovsdb.OVS_SCHEMA, resource.tables) as db:
+            db.transact(transaction_)
+        return calls
+
+    calls = attempt(True, "foreign:br-f,other:br-o")
+    assert any(op.op == "verify" for op in calls[0].ops)
+    assert len(calls) == 2, "the stale plan's commit was refused and the plan made again"
+    assert _mappings(sandbox) == "foreign:br-f,other:br-o,physnet-a:br-a"
+
+    sandbox.vsctl("set", "open_vswitch", ".", "external_ids:ovn-bridge-mappings=foreign:br-f")
+    sandbox.vsctl("remove", "open_vswitch", ".", "external_ids", "ovn4nfv-physnets")
+    calls = attempt(False, "foreign:br-f,third:br-t")
+    assert len(calls) == 1
+    assert "third:br-t" not in _mappings(sandbox), "without the verify, the other writer's mapping is lost"

@@ -130,6 +130,9 @@ K_TAP_SOURCE = "ovn4nfv-tap-source"
 K_TAP_PREFIX = "ovn4nfv-tap:"
 TAP_MIRROR_PREFIX = "ovn4nfv-tap-"
 K_UPLINK = "ovn4nfv-uplink"
+# the physnets of ovn-bridge-mappings the product set on a node (its
+# provider networks' there), comma-separated: only these it ever removes
+K_OWNED_PHYSNETS = "ovn4nfv-physnets"
 
 # --------------------------------------------------------------------------
 # Policies: a tenant's MultiNetworkPolicy, a network's default deny
@@ -310,6 +313,9 @@ CONTRACT = {
                           "node/port_mirrors.py (the node agent, port_tap)", "operators (ovs-vsctl list Mirror)"),
     "K_UPLINK": (KIND_KEY, "Port in a node's Open_vSwitch (the NIC moved onto a bridge)", "ovs_uplink (node/uplink.py)",
                  "operators (which port the product moved there); nothing in the product yet"),
+    "K_OWNED_PHYSNETS": (KIND_KEY, "Open_vSwitch.external_ids of a node (beside ovn-bridge-mappings)",
+                         "ovn_chassis (owned_bridge_mappings; the ovn_controller role's ovn_controller_physnets)",
+                         "resources/ovs.py (which mappings are the product's to remove)"),
     "CNI_TYPE": (KIND_NAME, "CNI configurations (type), NetworkAttachmentDefinitions", "the cni role, users",
                  "cni.py, the node agent, the watcher (daemons/multus.py)"),
     "IPAM_TYPE": (KIND_NAME, "CNI configurations (ipam.type) of other plugins", "users",

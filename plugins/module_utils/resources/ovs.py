@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.marks import OWNER_KEY
+from ..common.marks import K_OWNED_PHYSNETS, OWNER_KEY
 from ..common.naming import in_range, interface_name, ovn_name, physnet_name
 from ..ovsdb.connection import OVS_SCHEMA, parse_remote
 from ..ovsdb.fields import Field, map_options
@@ -170,6 +170,9 @@ CHASSIS_KEYS = (
     ("match_northd_version", "ovn-match-northd-version"),
 )
 _ENCAP_TYPES = ("geneve", "vxlan")
+MAPPINGS = "ovn-bridge-mappings"
+# options that are not one key of their own
+OWNED = (("owned_bridge_mappings", K_OWNED_PHYSNETS),)
 
 
 def parse_bridge_mappings(text):
@@ -211,6 +214,39 @@ class _BridgeMappings(Field):
             ids.pop(self.key, None)
 
 
+class _OwnedBridgeMappings(_BridgeMappings):
+    """The product's own ``ovn-bridge-mappings`` (the inventory's provider
+    networks on this node), recorded by physnet in ``K_OWNED_PHYSNETS``:
+    exactly these are set; one the product set before and no longer lists
+    is removed; a mapping another tool made is never touched."""
+
+    def __init__(self):
+        Field.__init__(self, "owned_bridge_mappings", column="external_ids", kind="mapkey", key=MAPPINGS)
+
+    def read(self, cols, table):
+        ids = cols.get((table, "external_ids")) or {}
+        if K_OWNED_PHYSNETS not in ids:
+            return None
+        owned = set(_uncsv(ids[K_OWNED_PHYSNETS]))
+        return dict(p for p in parse_bridge_mappings(ids.get(MAPPINGS)) if p[0] in owned)
+
+    def apply(self, cols, table, value, merge):
+        if value is None:
+            return
+        ids = cols.setdefault((table, "external_ids"), {})
+        gone = set(_uncsv(ids.get(K_OWNED_PHYSNETS, ""))) - set(value)
+        pairs = [p for p in parse_bridge_mappings(ids.get(MAPPINGS)) if p[0] not in gone and p[0] not in value]
+        pairs += sorted(value.items())
+        if pairs:
+            ids[MAPPINGS] = format_bridge_mappings(pairs)
+        else:
+            ids.pop(MAPPINGS, None)
+        if value:
+            ids[K_OWNED_PHYSNETS] = ",".join(sorted(value))
+        else:
+            ids.pop(K_OWNED_PHYSNETS, None)
+
+
 def _csv(values):
     return ",".join(values) if isinstance(values, list) else values
 
@@ -246,7 +282,7 @@ class Chassis(Resource):
         _BridgeMappings() if option == "bridge_mappings" else
         Field(option, column="external_ids", kind="mapkey", key=key,
               to_db=_CONVERT.get(option, (None, None))[0], from_db=_CONVERT.get(option, (None, None))[1])
-        for option, key in CHASSIS_KEYS)
+        for option, key in CHASSIS_KEYS) + (_OwnedBridgeMappings(),)
 
     def key(self, item):
         return ()
@@ -270,7 +306,9 @@ class Chassis(Resource):
         cols = {(self.table, "external_ids"): dict(current.cols[(self.table, "external_ids")])}
         if state == "deleted":
             ids = cols[(self.table, "external_ids")]
-            named = [option for option, _key in CHASSIS_KEYS if option in item]
+            named = [option for option, _key in CHASSIS_KEYS + OWNED if option in item]
+            if "owned_bridge_mappings" in named or not named:
+                _OwnedBridgeMappings().apply(cols, self.table, {}, True)
             for option, key in CHASSIS_KEYS:
                 if option in named or not named:
                     ids.pop(key, None)
@@ -280,10 +318,23 @@ class Chassis(Resource):
             field.apply(cols, self.table, item.get(field.option), merge)
         return cols
 
+    def update_ops(self, current, cols, view):
+        ops = super(Chassis, self).update_ops(current, cols, view)
+        where = (self.table, "external_ids")
+        if (current.cols.get(where) or {}).get(MAPPINGS) != (cols.get(where) or {}).get(MAPPINGS):
+            # the mappings are one string, read, changed and written back:
+            # the commit fails (and is planned again) if another writer
+            # changed the map meanwhile, whose mapping would else be lost
+            ops.insert(0, Op("verify", self.table, current.rows[self.table], "external_ids"))
+        return ops
+
     def validate(self, item, where, state):
         where = "config"
         if state == "deleted":
             return item
+        if "bridge_mappings" in item and "owned_bridge_mappings" in item:
+            raise ValidationError("%s: give bridge_mappings (merged one by one) or owned_bridge_mappings (the "
+                                  "product's own, exactly), not both" % where)
         if "system_id" in item:
             ovn_name(item["system_id"], where + ".system_id")
         if "ovn_remote" in item:
@@ -295,11 +346,12 @@ class Chassis(Resource):
                         where, index, kind, ", ".join(_ENCAP_TYPES)))
         if "encap_ip" in item:
             item["encap_ip"] = str(addressing.parse_ip(item["encap_ip"], where + ".encap_ip"))
-        for physnet, bridge in (item.get("bridge_mappings") or {}).items():
-            field = "%s.bridge_mappings.%s" % (where, physnet)
-            physnet_name(physnet, field)
-            if bridge is not None:
-                interface_name(bridge, field)
+        for option in ("bridge_mappings", "owned_bridge_mappings"):
+            for physnet, bridge in (item.get(option) or {}).items():
+                field = "%s.%s.%s" % (where, option, physnet)
+                physnet_name(physnet, field)
+                if bridge is not None or option == "owned_bridge_mappings":
+                    interface_name(bridge, field)
         for index, option in enumerate(item.get("cms_options") or []):
             if "," in option or not option:
                 raise ValidationError("%s.cms_options[%d]: %r may not be empty or hold ','" % (
