@@ -20,6 +20,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotat
 from tests.harness.cni_runtime import call
 from tests.harness.dataplane import ip, ns_name, ping, tcp_exchange
 from tests.harness.dhcp_clients import udhcpc
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
@@ -255,6 +256,55 @@ def _nothing_made(env, netns, links_before, pod):
     assert "default/" + pod + "\"" not in ports, "an OVS port was made for the pod"
     assert env.node_links() == links_before, "the node got an interface"
     assert len(ip("ip", "-o", "link", netns=netns).stdout.splitlines()) == 1, "only lo in the pod"
+
+
+def test_a_provider_network_s_pod_on_a_node_without_its_physnet_is_refused_before_anything_is_made(env):
+    """The node agent reads, with the pod's ports, the southbound's
+    localnet ports of their switches: a provider network whose physical
+    network this node does not map (or maps to a bridge that does not
+    exist) is a CNI error naming it, with nothing made; once mapped to a
+    bridge, the same ADD succeeds."""
+    box = env.node.box
+
+    def vsctl(*args):
+        return box.run("ovs-vsctl", "--db=" + box.ovs_db, *args).strip()
+    network = {"name": "provnet", "subnet": "192.168.77.0/24", "physnet": "physnet-prov", "vlan": 77}
+    with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: vn.plan_networks(v, [("p", vn.check_network(network, "p"))], "merged", "ovn"),
+                write=True)
+    mappings = vsctl("--if-exists", "get", "open_vswitch", ".", "external_ids:ovn-bridge-mappings").strip('"')
+    netns = env.pod("prov1", {"name": "provnet", "interface": "net0"})
+    name = "o4n-%s-prov1" % env.node.tag
+    before = env.node_links()
+    try:
+        code, out, _err = env.cni("ADD", "prov1", netns, "ctr-prov1")
+        assert code == 1 and out["code"] == 106, out
+        assert "needs physical network physnet-prov, which node node1 does not map" in out["msg"]
+        assert "ovn_controller_physnets" in out["msg"]
+        _nothing_made(env, name, before, "prov1")
+
+        vsctl("set", "open_vswitch", ".", "external_ids:ovn-bridge-mappings=" + ",".join(
+            [m for m in [mappings] if m] + ["physnet-prov:br-prov"]))
+        code, out, _err = env.cni("ADD", "prov1", netns, "ctr-prov1")
+        assert code == 1 and out["code"] == 106 and "maps to bridge br-prov, which does not exist" in out["msg"], out
+        _nothing_made(env, name, before, "prov1")
+
+        vsctl("add-br", "br-prov", "--", "set", "bridge", "br-prov", "datapath_type=netdev")
+        code, out, _err = env.cni("ADD", "prov1", netns, "ctr-prov1")
+        assert code == 0, out
+        assert [i["name"] for i in out["interfaces"] if i.get("sandbox")] == ["net0"]
+        code, out, _err = env.cni("DEL", "prov1", netns, "ctr-prov1")
+        assert code == 0, out
+    finally:
+        if mappings:
+            vsctl("set", "open_vswitch", ".", "external_ids:ovn-bridge-mappings=" + mappings)
+        else:
+            vsctl("remove", "open_vswitch", ".", "external_ids", "ovn-bridge-mappings")
+        vsctl("--if-exists", "del-br", "br-prov")
+        env.api.delete_pod("default", "prov1")
+        with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+            execute(db, lambda v: vn.plan_networks(v, [("p", vn.check_network({"name": "provnet"}, "p"))], "deleted",
+                                                   "ovn", force=True), write=True)
 
 
 def test_an_interface_list_forged_before_the_watcher_ran_configures_nothing(env):

@@ -16,10 +16,12 @@ from ..common.errors import DatabaseUnreachable
 from ..common.marks import K_CONTAINER
 from ..node.netns import netlink
 from ..ovsdb import connection as ovsdb
+from ..resources.ovs import MAPPINGS, parse_bridge_mappings
 
 CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
 NOT_IN_OVN = 104              # plugin-specific CNI error: the interface list is not what OVN holds
-BINDING_COLUMNS = ["logical_port", "mac", "port_security", "external_ids"]
+NO_PHYSNET = 106              # plugin-specific CNI error: a provider network's physnet is not mapped here
+BINDING_COLUMNS = ["logical_port", "mac", "port_security", "external_ids", "datapath", "type", "options"]
 
 
 class PodTruth:
@@ -37,16 +39,22 @@ class PodTruth:
         asking launcher's UID (``launcher``) must be one the watcher let
         attach them."""
         namespace, name = pod.namespace, pod.name
+        ports = [pod.port_name(e["interface"]) for e in entries]
+        read = {}
+
+        def decide(rows):
+            read["rows"] = rows
+            return binding_verdict(pod, entries, [r for r in rows if r["logical_port"] in ports], macs, launcher)
         remote, tls = self._southbound()
         if not remote:
             raise cni.CNIError(cni.TRY_AGAIN, "no southbound to check pod %s/%s against: ovn_sb is not set and "
                                "the node has no external_ids:ovn-remote" % (namespace, name))
         try:
+            # with the localnet ports (a provider network's, the gateways'):
+            # which physical networks the pod's switches need on this node
             verdict = ovsdb.follow_rows(
-                remote, ovsdb.SB_SCHEMA, "Port_Binding",
-                ("logical_port", [pod.port_name(e["interface"]) for e in entries]), BINDING_COLUMNS,
-                lambda rows: binding_verdict(pod, entries, rows, macs, launcher), self.config.binding_seconds,
-                tls=tls, field="ovn_sb")
+                remote, ovsdb.SB_SCHEMA, "Port_Binding", ("logical_port", ports), BINDING_COLUMNS, decide,
+                self.config.binding_seconds, tls=tls, field="ovn_sb", also=[("type", "localnet")])
         except DatabaseUnreachable as exc:
             raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: cannot check its interfaces against OVN: %s" % (
                 namespace, name, exc))
@@ -57,6 +65,33 @@ class PodTruth:
         if verdict:
             raise cni.CNIError(NOT_IN_OVN, "pod %s/%s: its %s annotation is not what OVN holds, refused: %s" % (
                 namespace, name, annotations.IFACE_LIST, "; ".join(verdict)))
+        self._require_physnets(pod, read["rows"], ports)
+
+    def _require_physnets(self, pod, rows, ports):
+        """Refuse, before anything is made, a pod on a provider network
+        whose physical network this node does not map to a bridge that
+        exists (ovn-controller would only log it, and the pod's interface
+        would carry nothing: ovn-kubernetes #5000)."""
+        datapaths = set(r["datapath"] for r in rows if r["logical_port"] in ports)
+        needed = sorted((r["options"].get("network_name"), r["logical_port"]) for r in rows
+                        if r.get("type") == "localnet" and r["datapath"] in datapaths and r["options"].get("network_name"))
+        if not needed:
+            return
+
+        def node(idl):
+            ids = next(iter(idl.tables["Open_vSwitch"].rows.values())).external_ids
+            return ids.get(MAPPINGS, ""), set(b.name for b in idl.tables["Bridge"].rows.values())
+        text, bridges = self.ovs.read(node)
+        mapped = dict(parse_bridge_mappings(text))
+        for physnet, localnet in needed:
+            if mapped.get(physnet) not in bridges:
+                raise cni.CNIError(NO_PHYSNET, "pod %s/%s: its network (localnet port %s) needs physical network %s, "
+                                   "which node %s %s (%s: %s); map it there (the ovn_controller role's "
+                                   "ovn_controller_physnets) or schedule the pod elsewhere" % (
+                                       pod.namespace, pod.name, localnet, physnet, self.node_name,
+                                       "does not map" if physnet not in mapped else
+                                       "maps to bridge %s, which does not exist" % mapped[physnet],
+                                       MAPPINGS, text or "none"))
 
     def _southbound(self):
         """The southbound remote and TLS files: the settings, or else what

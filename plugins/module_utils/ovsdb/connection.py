@@ -235,10 +235,11 @@ def _plain(value):
     return value
 
 
-def follow_rows(remote, schema_name, table, names, columns, decide, timeout, tls=None, field="db"):
+def follow_rows(remote, schema_name, table, names, columns, decide, timeout, tls=None, field="db", also=()):
     """Follow the rows of ``table`` whose ``name`` column is in ``names``
     (a key column such as ``logical_port``: ``(column, [values])``), and
-    no other rows, until ``decide(rows)`` returns something other than
+    those of the ``also`` clauses (``[(column, value)]``), and no other
+    rows, until ``decide(rows)`` returns something other than
     None, within ``timeout`` seconds; return it, or None when time ran
     out. ``rows`` is a list of dicts of ``columns``, read whole at each
     change: a conditional monitor of those rows only (``monitor_cond``)
@@ -252,9 +253,10 @@ def follow_rows(remote, schema_name, table, names, columns, decide, timeout, tls
     tls.validate(parts)
     tls.apply()
     deadline = time.monotonic() + timeout
-    where = [[column, "==", value] for value in values]
-    select = [schema_name] + [{"op": "select", "table": table, "where": [[column, "==", value]],
-                               "columns": columns} for value in values]
+    clauses = [(column, value) for value in values] + list(also)
+    where = [[name, "==", value] for name, value in clauses]        # any of them: a monitor's clauses
+    select = [schema_name] + [{"op": "select", "table": table, "where": [[name, "==", value]],
+                               "columns": columns} for name, value in clauses]
 
     def follow(session):
         # a remote that does not answer the monitor in its share of the
