@@ -75,6 +75,7 @@ def move(session, vm, network, source, target, address):
     try:
         received = virt(session, target, "receive", vm, network, str(MIGRATION_PORT))
         sent = virt(session, source, "send", vm, "%s:%d" % (underlay_ip(session, target), MIGRATION_PORT))
+        virt(session, target, "running", vm)        # the guest lives on there, or why not
         bound = bound_on(session, vm, network, target)
         time.sleep(TAIL_S)      # a window of the measurement, after the move and the port's last binding
     finally:

@@ -25,6 +25,10 @@ as KubeVirt's bridge binding does, by vmm.py).
                                        this node's launcher is done: out of
                                        activePods, Succeeded, its QEMU
                                        stopped and its pod deleted
+    virt.py running VM                 the guest runs here (a migration's
+                                       target once it is done), else the
+                                       reason, from QEMU's and the guest's
+                                       logs
     virt.py delete VM                  the guest stopped here and the
                                        VirtualMachine deleted (its VMI and
                                        launchers go with it)
@@ -113,11 +117,26 @@ def launcher(vm, network, vmi, migration=None):
                        created=lambda pod: active(vm, add=pod))
 
 
-def runs_here(vm):
-    """Whether the guest runs on this node (its QEMU alive and running)."""
+def status(vm):
+    """vmm.py's status of the guest here (``{}`` when it cannot say)."""
     done = vmm("status", "--name", vm, check=False)
-    report = json.loads(done.stdout or "{}") if done.returncode == 0 else {}
+    return json.loads(done.stdout or "{}") if done.returncode == 0 else {}
+
+
+def runs_here(vm, report=None):
+    """Whether the guest runs on this node (its QEMU alive and running)."""
+    report = status(vm) if report is None else report
     return bool(report.get("pid")) and report.get("status") == "running"
+
+
+def running(vm):
+    """The guest runs here, as a migration leaves it on its target; else
+    why not (QEMU's log and the guest's console)."""
+    report = status(vm)
+    if not runs_here(vm, report):
+        raise SystemExit("virt: %s does not run on this node (QEMU %s, status %s); %s" % (
+            vm, report.get("pid") or "gone", report.get("status"), report.get("logs", "no state")))
+    return {"vm": vm, "running": True, "pid": report["pid"]}
 
 
 def start(vm, network):
@@ -212,6 +231,8 @@ def main(argv):
         result = receive(argv[2], argv[3], int(argv[4]))
     elif argv[1:2] == ["send"] and len(argv) == 4:
         result = send(argv[2], argv[3])
+    elif argv[1:2] == ["running"] and len(argv) == 3:
+        result = running(argv[2])
     elif argv[1:2] == ["delete"] and len(argv) == 3:
         result = delete(argv[2])
     else:

@@ -792,6 +792,8 @@ def status(args):
     if state is None:
         return {"name": args.name, "exists": False}
     report = dict(state, exists=True, pid=qemu_alive(directory), state_dir=directory)
+    if not report["pid"]:
+        report["logs"] = _logs(directory)       # why it went
     if report["pid"]:
         with Qmp(paths(directory)["qmp"]) as qmp:
             report["status"] = qmp.execute("query-status").get("status")
