@@ -14,8 +14,8 @@ marked with the Service's key and UID like a pod's ports:
   networks (``k8s.plugin.opnfv.org/service-vip``, else ``spec.clusterIP``),
   attached to every overlay network's switch, so that a pod on any of them
   reaches it; the switch of the client balances, the distributed router
-  carries the packet to the backend's network (a provider network's
-  Service: to its own switch only, since it has no router);
+  carries the packet to the backend's network (a provider network has no
+  router: its switch takes no VIP, and a Service on it is refused);
 * ``svcx_<namespace>_<name>_<protocol>``: its ``spec.externalIPs``, attached
   to exactly one gateway router per address, so that exactly one gateway
   answers ARP for it on the external network (see :func:`gateway_for`).
@@ -240,13 +240,15 @@ def desired(view, service, endpoints, addresses):
     vip = addressing.parse_ip(vip, where + ": " + VIP_ANNOTATION) if vip else None
     if vip is not None:
         _check_address(vip, where + ": the VIP", networks, topology, gateways)
+    if network.physnet:
+        # a client sends to the VIP through its gateway, the fabric's
+        # router: once balanced on the switch, the packet still goes to that
+        # router's MAC and leaves OVN (kube-ovn #5395); nothing would answer
+        raise ValidationError("%s: network %s is a provider network (physnet %s): its gateway is the fabric's "
+                              "router, so a VIP balanced by OVN would leave for that router and be lost; put the "
+                              "Service on an overlay network" % (where, network.name, network.physnet),
+                              reason=INVALID)
     external = []
-    if network.physnet and service.external_ips:
-        # the gateways route only the overlays: the fabric is a provider
-        # network's way in
-        raise ValidationError("%s: spec.externalIPs: network %s is a provider network (physnet %s), which the "
-                              "node gateways do not route; reach its Service from its own network" % (
-                                  where, network.name, network.physnet), reason=INVALID)
     for index, text in enumerate(service.external_ips):
         ip = addressing.parse_ip(text, "%s: spec.externalIPs[%d]" % (where, index))
         _check_address(ip, "%s: spec.externalIPs[%d]" % (where, index), networks, topology, gateways)
@@ -270,9 +272,9 @@ def desired(view, service, endpoints, addresses):
             raise ValidationError("%s.targetPort: %r is out of range 1-65535" % (field, port.target))
     backends = _backend_ips(view, service, network, endpoints, addresses)
     marks = {K_SERVICE: service.key, K_SERVICE_UID: service.uid}
-    # the switches whose pods reach the backends once balanced: a provider
-    # network's own (it has no router), or the overlays (behind the router)
-    switches = [network.name] if network.physnet else sorted(n for n, net in networks.items() if not net.physnet)
+    # the overlays' switches: their pods reach the backends through the
+    # router (a provider network's switch has none)
+    switches = sorted(n for n, net in networks.items() if not net.physnet)
     items = []
     for protocol in sorted(set(p.protocol for p in service.ports)):
         vips, outside = {}, {}
