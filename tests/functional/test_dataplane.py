@@ -10,6 +10,7 @@ modules would build it.
 
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -377,6 +378,106 @@ def test_a_remote_tap_sends_gre_copies_to_the_collector_address(cluster_node):
 def chains_rows(node):
     with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, LogicalSwitchPort.tables) as db:
         return db.read(lambda idl: dict((r.name, r) for r in idl.tables["Logical_Switch_Port"].rows.values()))
+
+
+FRAMES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness", "frames.py")
+PROVIDERS = [{"name": "prov-v100", "subnet": "192.168.100.0/24", "physnet": "physnet-ext", "vlan": 100},
+             {"name": "prov-v200", "subnet": "192.168.200.0/24", "physnet": "physnet-ext", "vlan": 200}]
+
+
+def listening(netns, iface, *stops):
+    """frames.py listening on ``iface`` in ``netns`` until it saw each
+    payload of ``stops`` (bounded: 20 s); once it said it is ready."""
+    proc = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, FRAMES, "listen", iface, "20"] + list(stops),
+                            stdout=subprocess.PIPE, universal_newlines=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def heard(proc):
+    """The payloads a :func:`listening` process saw, once it stopped."""
+    try:
+        out, _err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    return [json.loads(line).get("payload") for line in out.splitlines()]
+
+
+def broadcast(netns, iface, mac, src_ip, dst_ip, payload):
+    ip(sys.executable, FRAMES, "send", iface, json.dumps([dict(
+        kind="udp", src_mac=mac, dst_mac="ff:ff:ff:ff:ff:ff", src_ip=src_ip, dst_ip=dst_ip, payload=payload)]),
+        netns=netns)
+
+
+def test_provider_networks_reach_the_fabric_tagged_untranslated_and_apart(cluster_node):
+    """Two provider networks on the gateways' physical network, VLANs 100
+    and 200. The fabric is a VLAN switch (an OVS bridge of its own, joined
+    to br-ex's wire by a patch: a trunk) whose access ports lead to the
+    fabric's hosts on each VLAN, so a host answers only frames of its VID.
+    Each pod reaches its VLAN's host by its own address (no NAT, no
+    router), with full-size frames; a pod on both VLANs and an overlay
+    reaches all three; the fabric learned the pods' MACs on their VLANs; a
+    broadcast on VLAN 200 reaches VLAN 200's host and no one on VLAN 100."""
+    node = cluster_node
+    nb(node, networks(PROVIDERS))
+    with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, LogicalSwitchPort.tables) as db:
+        reconcile(LogicalSwitchPort(), [
+            {"name": "prov-a", "switch": "prov-v100", "addresses": ["0a:00:00:00:64:0a 192.168.100.10"]},
+            {"name": "prov-b", "switch": "prov-v200", "addresses": ["0a:00:00:00:c8:0a 192.168.200.10"]},
+            {"name": "prov-m0", "switch": "net2", "addresses": ["0a:00:00:00:02:0b 172.16.2.11"]},
+            {"name": "prov-m1", "switch": "prov-v100", "addresses": ["0a:00:00:00:64:0b 192.168.100.11"]},
+            {"name": "prov-m2", "switch": "prov-v200", "addresses": ["0a:00:00:00:c8:0b 192.168.200.11"]},
+        ], "merged", db)
+    box = node.box
+    box.run("ovs-vsctl", "--db=" + box.ovs_db, "add-br", "br-fabric", "--", "set", "bridge", "br-fabric",
+            "datapath_type=netdev", "--", "add-port", node.external_bridge, "to-fabric", "--", "set", "interface",
+            "to-fabric", "type=patch", "options:peer=to-ex", "--", "add-port", "br-fabric", "to-ex", "--", "set",
+            "interface", "to-ex", "type=patch", "options:peer=to-fabric")
+    hosts = {}
+    for vid in (100, 200):
+        hosts[vid] = node.attach("fab%d" % vid, "br-fabric", "0a:00:00:00:fa:%02x" % (vid % 256),
+                                 "192.168.%d.1/24" % vid)
+        box.run("ovs-vsctl", "--db=" + box.ovs_db, "set", "port", "fab%d-h" % vid, "tag=%d" % vid)
+    a = node.attach("prova", "br-int", "0a:00:00:00:64:0a", "192.168.100.10/24", gateway="192.168.100.1",
+                    iface_id="prov-a")
+    b = node.attach("provb", "br-int", "0a:00:00:00:c8:0a", "192.168.200.10/24", gateway="192.168.200.1",
+                    iface_id="prov-b")
+    m = node.attach("provm", "br-int", "0a:00:00:00:02:0b", "172.16.2.11/24", gateway="172.16.2.1",
+                    iface_id="prov-m0")
+    node.attach("provm1", "br-int", "0a:00:00:00:64:0b", "192.168.100.11/24", iface_id="prov-m1", ifname="eth1",
+                into=m)
+    node.attach("provm2", "br-int", "0a:00:00:00:c8:0b", "192.168.200.11/24", iface_id="prov-m2", ifname="eth2",
+                into=m)
+    node.wait_hv()
+
+    assert tcp_exchange(hosts[100], a, "192.168.100.1", 9100) == ("pong:ping", "192.168.100.10"), "untranslated"
+    assert tcp_exchange(hosts[200], b, "192.168.200.1", 9200) == ("pong:ping", "192.168.200.10"), "untranslated"
+    assert ip("ping", "-M", "do", "-s", "1472", "-c", "1", "-W", "2", "192.168.100.1", netns=a,
+              check=False).returncode == 0, "a full 1500-byte packet, tagged, fits"
+    # two provider networks and an overlay on one pod
+    assert ping(m, "192.168.100.1") and ping(m, "192.168.200.1") and ping(m, "172.16.1.10")
+    assert ping(m, "192.168.100.10"), "pods of one provider network on one node meet on its switch"
+    # on the wire: the fabric learned each pod's MAC on the trunk, in its network's VLAN
+    fdb = node.run_in_node("ovs-appctl", "-t", os.path.join(box.dir, "ovs-vswitchd.ctl"), "fdb/show",
+                           "br-fabric").stdout
+    learned = set((line.split()[1], line.split()[2]) for line in fdb.splitlines()[1:])
+    assert {("100", "0a:00:00:00:64:0a"), ("200", "0a:00:00:00:c8:0a")} <= learned, fdb
+
+    # VLAN 200's broadcast reaches VLAN 200's host; VLAN 100 never sees it
+    # (its listeners stop on a later broadcast of VLAN 100's own)
+    on200 = listening(hosts[200], "eth0", "v200-bcast")
+    on100 = [listening(hosts[100], "eth0", "v100-sentinel"), listening(m, "eth1", "v100-sentinel")]
+    broadcast(b, "eth0", "0a:00:00:00:c8:0a", "192.168.200.10", "192.168.200.255", "v200-bcast")
+    assert "v200-bcast" in heard(on200)
+    broadcast(a, "eth0", "0a:00:00:00:64:0a", "192.168.100.10", "192.168.100.255", "v100-sentinel")
+    for listener in on100:
+        payloads = heard(listener)
+        assert "v100-sentinel" in payloads and "v200-bcast" not in payloads, payloads
+    # nothing of them on the gateway router: no route, no SNAT
+    nat = box.nbctl("lr-nat-list", "gr-" + node.chassis)
+    assert "192.168.100.0/24" not in nat and "192.168.200.0/24" not in nat
 
 
 def test_a_deleted_network_carries_no_traffic(cluster_node):
