@@ -27,7 +27,9 @@ description:
     running pod's port bound to no chassis; V(port_bound_elsewhere), bound to another node's chassis
     than the pod's; V(gateway_on_missing_chassis), a gateway router pinned to a chassis that is not
     registered; V(stale_chassis), a chassis whose node the API no longer has (its encapsulations
-    left behind)."
+    left behind); V(provider_mapping_missing), a chassis that binds a port of a provider network
+    whose physical network it does not map (its C(ovn-bridge-mappings) as the southbound has it:
+    the port's frames go nowhere)."
   - "When O(db) or O(sb_db) lists several remotes (a RAFT central), each member is asked, one by one, what
     it knows of its database (its C(_Server) database) - V(raft_member), a member that is not part of
     the cluster (it does not answer, is cut off from the others, runs a standalone database, or

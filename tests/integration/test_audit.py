@@ -161,7 +161,7 @@ def test_network_audit_finds_repairs_and_is_clean_after(drifted, api, collection
         ("port_not_bound", ("default_told_net0",)), ("port_not_bound", ("default_web_net0",)),
         ("gateway_on_missing_chassis", ("gr-worker9",))])
     assert r["no_layers"]["skipped"] == ["leaked_port", "missing_port", "port_not_bound", "port_bound_elsewhere",
-                                         "gateway_on_missing_chassis", "stale_chassis"]
+                                         "gateway_on_missing_chassis", "stale_chassis", "provider_mapping_missing"]
     assert [f["class"] for f in r["no_layers"]["findings"]] == ["address_outside_network"]
     # the ovn4nfv-audit ClusterRole is what lets the watcher's account list the nodes: without it,
     # no chassis is judged (and none deleted), and the audit says the class was skipped
@@ -241,3 +241,41 @@ def test_network_audit_on_a_node(sandbox, collections_path):
     # not this host's database: the tunnel class looks at this host's links, so it is not looked at
     assert r["unknown"]["skipped"] == ["stray_interface", "mtu_mismatch", "tunnel_down", "version_skew"]
     assert r["unknown"]["findings"] == []
+
+
+def test_a_chassis_without_a_provider_network_s_physnet_is_found(sandbox, collections_path):
+    """provider_mapping_missing: a chassis binds a port of a provider
+    network whose physical network its southbound row does not map (what
+    ovn-controller copied of the node's ovn-bridge-mappings); once mapped,
+    nothing is found. No repair: the mapping is the node's."""
+    box = sandbox
+    with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
+        execute(db, lambda v: vn.plan_networks(v, [("p", vn.check_network(
+            {"name": "prov-v100", "subnet": "192.168.100.0/24", "physnet": "physnet-ext", "vlan": 100}, "p"))],
+            "merged", "ovn"), write=True)
+        reconcile(LogicalSwitchPort(), [
+            dict(port("default_%s_net0" % name, mac, address, Pod("default", name, "u-" + name)), switch="prov-v100")
+            for name, mac, address in (("a", "0a:00:00:00:64:0a", "192.168.100.10"),
+                                       ("b", "0a:00:00:00:64:0b", "192.168.100.11"))], "merged", db)
+    box.nbctl("--wait=sb", "sync")
+    box.sbctl("chassis-add", "worker1", "geneve", "127.0.0.11")
+    box.sbctl("chassis-add", "worker2", "geneve", "127.0.0.12")
+    box.sbctl("set", "chassis", "worker2", "other_config:ovn-bridge-mappings=physnet-ext:br-ext")
+    box.sbctl("lsp-bind", "default_a_net0", "worker1")
+    box.sbctl("lsp-bind", "default_b_net0", "worker2")
+
+    def audit(name):
+        return {"name": name, "ovn4nfv.k8s.network_audit": {"db": box.nb_db, "sb_db": box.sb_db}}
+    r, proc = run_playbook(collections_path, [
+        audit("found"),
+        {"name": "map", "changed_when": False, "ansible.builtin.command": {"argv": [
+            "ovn-sbctl", "--db=" + box.sb_db, "set", "chassis", "worker1",
+            "other_config:ovn-bridge-mappings=physnet-other:br-o,physnet-ext:br-ex"]}},
+        audit("after")])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    found = [f for f in r["found"]["findings"] if f["class"] == "provider_mapping_missing"]
+    assert [(f["objects"], f["severity"], f["repair"]) for f in found] == [(["prov-v100", "worker1"], "error", None)]
+    assert "chassis worker1 binds default_a_net0 of provider network prov-v100 but does not map its physical " \
+           "network physnet-ext (ovn-bridge-mappings: none)" in found[0]["message"]
+    assert not [f for f in r["after"]["findings"] if f["class"] == "provider_mapping_missing"]

@@ -28,7 +28,7 @@ DRIFT = {"class": "network_drift", "severity": "error", "layer": "nb", "objects"
 KIND = {"switch:net1": "network", "switch:net2": "network", "switch:ovn4nfv-join": "join",
         "switch:ext-worker1": "other", "router:ovn4nfv-master": "router", "router:gr-worker1": "gateway",
         "chassis:worker1": "chassis", "chassis:worker2": "chassis", "pod:default/web": "pod",
-        "pod:default/db": "pod"}
+        "pod:default/db": "pod", "switch:prov-v100": "network", "physnet:physnet-ext": "physnet"}
 
 
 @pytest.fixture
@@ -41,9 +41,10 @@ def cluster(sandbox):
         execute(db, lambda v: plan_gateways(v, [("config[0]", {
             "node": "worker1", "external_ip": "192.168.50.12/24", "external_gateway": "192.168.50.1"})],
             "merged"), write=True)
-        for name, subnet in (("net1", "172.16.1.0/24"), ("net2", "172.16.2.0/24")):
-            execute(db, lambda v, n=name, s=subnet: vn.plan_networks(v, [("a", vn.check_network(
-                {"name": n, "subnet": s}, "a"))], "merged", "ovn", False), write=True)
+        for name, subnet, extra in (("net1", "172.16.1.0/24", {}), ("net2", "172.16.2.0/24", {}),
+                                    ("prov-v100", "192.168.100.0/24", {"physnet": "physnet-ext", "vlan": 100})):
+            execute(db, lambda v, n=name, s=subnet, x=extra: vn.plan_networks(v, [("a", vn.check_network(
+                dict({"name": n, "subnet": s}, **x), "a"))], "merged", "ovn", False), write=True)
         web, dbpod = Pod("default", "web", "u-web"), Pod("default", "db", "u-db")
         reconcile(LogicalSwitchPort(), [
             {"name": "default_web_net0", "switch": "net1", "addresses": ["0a:00:00:00:01:14 172.16.1.20"],
@@ -100,7 +101,7 @@ def test_network_picture_draws_lays_out_and_a_browser_shows_it(cluster, collecti
     dom = chromium("--dump-dom", page, profile=tmp_path / "profile")
     for ident in KIND:
         assert 'id="%s"' % ident in dom, ident
-    for text in ("172.16.1.0/24", "gateway router", "net0 172.16.1.20", "127.0.0.12",
+    for text in ("172.16.1.0/24", "gateway router", "net0 172.16.1.20", "127.0.0.12", "VLAN 100",
                  "network_drift: network net2 no longer matches", "isolated: ingress", "baseline: 1 rule"):
         assert text in dom, text
 

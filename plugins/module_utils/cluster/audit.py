@@ -33,7 +33,7 @@ from ..common.marks import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, NETWORK_KEY, 
 from ..ovsdb.execution import Batch, execute
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
-from . import annotations, multi_policies, networks as vn, policy_audit, vms
+from . import annotations, multi_policies, networks as vn, policy_audit, provider_audit, vms
 from .pod_addresses import Pod, held_addresses, is_pod_port
 from .pod_ports import pinned, plan_delete, plan_pod
 from .topology import TABLES, role_of
@@ -52,7 +52,7 @@ GATEWAY = "gateway_on_missing_chassis"
 DRIFT = "network_drift"
 STALE = "stale_chassis"
 CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT) + policy_audit.CLASSES + (
-    UNBOUND, ELSEWHERE, GATEWAY, STALE)
+    UNBOUND, ELSEWHERE, GATEWAY, STALE) + provider_audit.CLASSES
 
 
 def finding(kind, severity, layer, objects, message, repair=None):
@@ -300,7 +300,7 @@ def audit(nb, sb=None, pods=None, nodes=None):
     else:
         skipped += [LEAKED, MISSING]
     if sb is not None:
-        findings += audit_bindings(nb, sb, pods)
+        findings += audit_bindings(nb, sb, pods) + provider_audit.audit_provider_mappings(nb, sb, finding)
     if sb is None:
         skipped += [UNBOUND, ELSEWHERE, GATEWAY]
     elif pods is None:
@@ -309,6 +309,8 @@ def audit(nb, sb=None, pods=None, nodes=None):
         findings += audit_chassis(sb, set(nodes))
     else:
         skipped.append(STALE)
+    if sb is None:
+        skipped += list(provider_audit.CLASSES)
     return sorted(findings, key=lambda f: (CLASSES.index(f["class"]), f["objects"])), skipped
 
 

@@ -14,7 +14,8 @@ wanted (the Ansible controller). No coordinate is placed by hand: the
 layout is Graphviz's ``dot``.
 
 Graph node ids are stable names (``switch:<name>``, ``router:<name>``,
-``chassis:<name>``, ``pod:<namespace>/<name>``) and each SVG group carries
+``chassis:<name>``, ``pod:<namespace>/<name>``, ``physnet:<name>``: the
+physical network a provider network sits on) and each SVG group carries
 its id as its title, so a reader (or a test) can find an object by name.
 """
 
@@ -40,7 +41,7 @@ SB_TABLES = ("Chassis", "Encap", "Port_Binding")
 FOUND = "#c62828"           # an object a finding names
 ISOLATED = "#6a1b9a"        # a pod's interface a policy isolates
 COLOURS = {"network": "#e3f2fd", "join": "#f3e5f5", "router": "#fff3e0", "gateway": "#ffe0b2",
-           "other": "#eceff1", "pod": "#e8f5e9", "chassis": "#fafafa"}
+           "other": "#eceff1", "pod": "#e8f5e9", "chassis": "#fafafa", "physnet": "#e0f2f1"}
 
 
 def quote(text):
@@ -151,6 +152,12 @@ def dot(nb, sb=None, findings=(), title="ovn4nfv.k8s"):
         if guarded.get(row.name):
             label += "\nbaseline: %d rule%s" % (guarded[row.name], "" if guarded[row.name] == 1 else "s")
         lines.append(_node("switch:" + row.name, label, _switch_kind(row, networks), marks))
+        if network and network.physnet:
+            # a provider network hangs off its physical network, not a router
+            lines.append(_edge("switch:" + row.name, "physnet:" + network.physnet,
+                               "VLAN %d" % network.vlan if network.vlan else "untagged"))
+    for physnet in sorted(set(n.physnet for n in networks.values() if n.physnet)):
+        lines.append(_node("physnet:" + physnet, "%s\nphysical network" % physnet, "physnet", marks))
     for row in routers:
         role = role_of(row)
         label = "%s\n%s" % (row.name, {ROLE_ROUTER: "distributed router", ROLE_GATEWAY: "gateway router"}.get(
@@ -198,7 +205,7 @@ def dot(nb, sb=None, findings=(), title="ovn4nfv.k8s"):
 
 def objects(source):
     """The graph node ids DOT ``source`` declares (each object drawn)."""
-    return sorted(set(re.findall(r'^\s+"((?:switch|router|chassis|pod):[^"]*)" \[', source, re.M)))
+    return sorted(set(re.findall(r'^\s+"((?:switch|router|chassis|pod|physnet):[^"]*)" \[', source, re.M)))
 
 
 def _pod_nodes(idents, pods, marks):
