@@ -195,8 +195,37 @@ def up(session, lab=None):
     for name in lab.tx_off:
         podman("exec", name, "ethtool", "-K", "eth0", "tx", "off", capture=True)
     if lab.name == "lab":
+        for name in lab.tx_off:
+            fabric(name, session.layout.provider_networks)
         with open(session.path(CURRENT), "w") as handle:
             handle.write(session.layout.inventory + "\n")
+
+
+def fabric(name, networks):
+    """The external host ``name`` as the provider networks' fabric: a VLAN
+    switch on its NIC (an OVS bridge whose trunk is eth0) with an access
+    port per network (``vlan<id>``, tagged) holding the network's gateway,
+    as the operator's router would. OVS, because this kernel has no VLAN
+    devices (8021q) and no VLAN-filtering bridge; on the userspace
+    datapath, which leaves eth0's untagged frames (the host's own address)
+    to the kernel too. Made again as it is when it is there."""
+    if not networks:
+        return
+    exec_in(name, "systemctl", "start", "openvswitch-switch")
+    argv = ["ovs-vsctl", "--may-exist", "add-br", "br-fabric", "--", "set", "bridge", "br-fabric",
+            "datapath_type=netdev", "--", "--may-exist", "add-port", "br-fabric", "eth0"]
+    for network in networks:
+        port = "vlan%d" % network["vlan"]
+        argv += ["--", "--may-exist", "add-port", "br-fabric", port, "tag=%d" % network["vlan"], "--", "set",
+                 "interface", port, "type=internal"]
+    exec_in(name, *argv)
+    exec_in(name, "ovs-vsctl", "--timeout=30", "wait-until", "interface", "vlan%d" % networks[-1]["vlan"], "ofport>0")
+    for network in networks:
+        port, prefix = "vlan%d" % network["vlan"], network["subnet"].split("/")[1]
+        exec_in(name, "ip", "addr", "replace", "%s/%s" % (network["gateway"], prefix), "dev", port)
+        exec_in(name, "ip", "link", "set", port, "up")
+        # an internal port is a tap: its checksums, as eth0's, filled in here
+        exec_in(name, "ethtool", "-K", port, "tx", "off")
 
 
 def down(session, name=None):

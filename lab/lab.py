@@ -27,7 +27,7 @@ import json
 import os
 import sys
 
-from lab import containers, credentials, host, migration, playbooks, scenarios, workload
+from lab import containers, credentials, host, migration, playbooks, providers, scenarios, workload
 
 
 def deps(session, args):
@@ -101,6 +101,10 @@ def migrate(session, args):
     return migration.migrate(session)
 
 
+def check_providers(session, args):
+    return providers.run(session)
+
+
 def reboot(session, args):
     hosts = session.layout.hosts()
     if args.node not in hosts:
@@ -129,6 +133,8 @@ COMMANDS = {
     "chaos": (chaos, "one fault of each kind, audited, repaired, verified (make lab-chaos)"),
     "migrate": (migrate, "live-migrate the lab's VM to the other worker and back, probed from the master; "
                          "its last line: migration: lost= sent= interruption_ms= tcp_survived="),
+    "providers": (check_providers, "check the provider networks from outside: the fabric's VLANs, no NAT, "
+                                   "isolation, the master's refusal; its last line: providers: provider_ok="),
 }
 
 

@@ -77,6 +77,16 @@ POLICY_PODS = [(1, "pol-srv", NET1, SERVER, SERVER_NS), (0, "pol-cli", NET1, CLI
 # inventory's first network serves it), checked by pinging a pod on the
 # first worker and the external hosts.
 VMS = [(1, "vm1", 0, ["pod-w1a"])]
+# Provider networks (issue 35): the inventory's networks with a physnet the
+# workers' gateways map (the external NIC), in a namespace of their own so
+# that verify.yml's matrix (the overlays' links, the gateways' SNAT) leaves
+# them to lab/providers.py. (worker index, pod, the indexes of its
+# networks in Layout.provider_networks, and whether it also has an
+# interface on the first overlay network): one on each worker on the
+# first, one on the second, and one on both and an overlay.
+PROVIDER_NAMESPACE = "provider"
+PROVIDER_PODS = [(0, "prov-w1", (0,), False), (1, "prov-w2", (0,), False), (1, "prov-v2", (1,), False),
+                 (0, "prov-multi", (0, 1), True)]
 
 
 class LayoutError(Exception):
@@ -115,6 +125,13 @@ class Layout:
         self.pod_networks = tuple(networks[:2])
         self.pod_subnets = tuple(_subnet(self.inventory, network)
                                  for network in hostvars[kube[0]]["ovn4nfv_networks"][:2])
+        # the provider networks the fabric (the external hosts) terminates:
+        # on the physical network of the workers' gateways
+        physnet = hostvars[self.workers[0]].get("node_gateway_physnet") or "physnet-ext"
+        self.provider_networks = [
+            {"name": n["name"], "subnet": _subnet(self.inventory, n), "vlan": n["vlan"], "gateway": n.get("gateway")
+             or str(netaddr.IPNetwork(_subnet(self.inventory, n))[1])}
+            for n in hostvars[kube[0]]["ovn4nfv_networks"] if n.get("physnet") == physnet and n.get("vlan")]
         underlay, external, self.nodes = {}, {}, {}
         for host in kube + [h for h in self.externals if h not in kube]:
             if host == API_HOSTNAME:
@@ -210,7 +227,19 @@ class Layout:
         pods += [(self.workers[index], pod, kind, labels, namespace)
                  for index, pod, kind, labels, namespace in POLICY_PODS]
         return [(worker, pod, self.request(kind), labels, namespace)
-                for worker, pod, kind, labels, namespace in pods]
+                for worker, pod, kind, labels, namespace in pods] + self.provider_pods()
+
+    def provider_pods(self):
+        """:meth:`pods`' form of the provider networks' pods (none when
+        the inventory has fewer than two provider networks)."""
+        if len(self.provider_networks) < 2:
+            return []
+        out = []
+        for index, pod, networks, overlay in PROVIDER_PODS:
+            wanted = [self.provider_networks[n]["name"] for n in networks] + ([self.pod_networks[0]] if overlay else [])
+            request = [{"name": name, "interface": "eth%d" % i} for i, name in enumerate(wanted)]
+            out.append((self.workers[index], pod, json.dumps(request), {}, PROVIDER_NAMESPACE))
+        return out
 
     def vms(self):
         """``[(worker, VM, network, peers)]``: the lab's VMs (:data:`VMS`)."""

@@ -183,6 +183,24 @@ def test_workloads_yml_declares_the_chain_on_the_networks_it_is_given():
     assert "ovn-net" not in yaml.safe_dump(plays)
 
 
+def test_the_provider_pods_sit_on_the_inventorys_provider_networks_out_of_the_matrix():
+    """The example's provider networks (on the gateways' physnet-ext, VLANs
+    100 and 200) are the fabric's; their pods: one on each worker on the
+    first, one on the second, one on both and the first overlay, in the
+    namespace ``provider``, which the matrix leaves out."""
+    lay = layout.Layout()
+    assert [(n["name"], n["vlan"], n["gateway"], n["subnet"]) for n in lay.provider_networks] == [
+        ("prov-v100", 100, "192.168.100.1", "192.168.100.0/24"), ("prov-v200", 200, "192.168.200.1", "192.168.200.0/24")]
+    placed = dict((pod, (node, interfaces(request), ns)) for node, pod, request, _l, ns in lay.pods()
+                  if ns == layout.PROVIDER_NAMESPACE)
+    assert placed == {"prov-w1": ("worker1", [("prov-v100", "eth0")], "provider"),
+                      "prov-w2": ("worker2", [("prov-v100", "eth0")], "provider"),
+                      "prov-v2": ("worker2", [("prov-v200", "eth0")], "provider"),
+                      "prov-multi": ("worker1", [("prov-v100", "eth0"), ("prov-v200", "eth1"), ("ovn-net1", "eth2")],
+                                     "provider")}
+    assert layout.PROVIDER_NAMESPACE not in layout.MATRIX_NAMESPACES
+
+
 def test_the_policys_pods_sit_apart_in_labelled_namespaces_out_of_the_matrix():
     """The policy's server and the client its labels admit are on
     different workers (the policy proven across the overlay), the other
@@ -193,9 +211,11 @@ def test_the_policys_pods_sit_apart_in_labelled_namespaces_out_of_the_matrix():
     assert placed["pol-srv"] == ("worker2", [("ovn-net1", "eth0")], {"app": "srv"}, "tenant-a")
     assert placed["pol-cli"] == ("worker1", [("ovn-net1", "eth0")], {"app": "cli"}, "tenant-a")
     assert placed["pol-b"] == ("worker2", [("ovn-net1", "eth0")], {}, "tenant-b")
-    # every other pod is the matrix's, as before: in default, whose pods it covers
-    assert sorted(p for p, (_n, _i, _l, ns) in placed.items() if ns != "default") == ["pol-b", "pol-cli", "pol-srv"]
-    assert layout.MATRIX_NAMESPACES == ["default"] and len(placed) == 14
+    # every other pod is the matrix's, as before: in default, whose pods it covers (the provider
+    # networks' pods have a namespace of their own: test_the_provider_pods_...)
+    assert sorted(p for p, (_n, _i, _l, ns) in placed.items() if ns not in ("default", layout.PROVIDER_NAMESPACE)) \
+        == ["pol-b", "pol-cli", "pol-srv"]
+    assert layout.MATRIX_NAMESPACES == ["default"] and len(placed) == 14 + len(layout.PROVIDER_PODS)
     assert layout.TENANTS == {"tenant-a": {"team": "a"}, "tenant-b": {"team": "b"}}
 
 
