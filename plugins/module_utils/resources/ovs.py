@@ -214,14 +214,15 @@ class _BridgeMappings(Field):
             ids.pop(self.key, None)
 
 
-class _OwnedBridgeMappings(_BridgeMappings):
+class _OwnedBridgeMappings(Field):
     """The product's own ``ovn-bridge-mappings`` (the inventory's provider
     networks on this node), recorded by physnet in ``K_OWNED_PHYSNETS``:
     exactly these are set; one the product set before and no longer lists
     is removed; a mapping another tool made is never touched."""
 
     def __init__(self):
-        Field.__init__(self, "owned_bridge_mappings", column="external_ids", kind="mapkey", key=MAPPINGS)
+        super(_OwnedBridgeMappings, self).__init__("owned_bridge_mappings", column="external_ids", kind="mapkey",
+                                                   key=MAPPINGS)
 
     def read(self, cols, table):
         ids = cols.get((table, "external_ids")) or {}
