@@ -89,6 +89,22 @@ def tasks(box):
     ]
 
 
+def vnet_task(nb, name, config, check=False, fail=False, **extra):
+    """A virtual_network task against ``nb``, in check mode or let fail when asked."""
+    task = {"name": name, "ovn4nfv.k8s.virtual_network": dict({"config": config, "db": nb}, **extra)}
+    if check:
+        task["check_mode"] = True
+    if fail:
+        task["ignore_errors"] = True
+    return task
+
+
+def table_task(nb, name, table_name):
+    """A task that dumps one NB table as JSON (rows_from_json reads it)."""
+    return {"name": name, "changed_when": False, "ansible.builtin.command": {
+        "argv": ["ovsdb-client", "-f", "json", "dump", nb, "OVN_Northbound", table_name]}}
+
+
 def nat_pairs(result):
     return sorted((n["external_ip"], n["logical_ip"]) for n in rows_from_json(result["stdout"]))
 
@@ -174,14 +190,10 @@ def test_a_network_s_dhcp_through_the_module(sandbox, collections_path):
     nb = sandbox.nb_db
 
     def vnet(name, config, check=False):
-        task = {"name": name, "ovn4nfv.k8s.virtual_network": {"config": config, "db": nb}}
-        if check:
-            task["check_mode"] = True
-        return task
+        return vnet_task(nb, name, config, check)
 
     def table(name, table_name):
-        return {"name": name, "changed_when": False, "ansible.builtin.command": {
-            "argv": ["ovsdb-client", "-f", "json", "dump", nb, "OVN_Northbound", table_name]}}
+        return table_task(nb, name, table_name)
 
     r, proc = run_playbook(collections_path, [
         {"name": "topo", "ovn4nfv.k8s.cluster_topology": {"config": {}, "db": nb}},
@@ -229,16 +241,10 @@ def test_provider_networks_through_the_module(sandbox, collections_path):
     nb = sandbox.nb_db
 
     def vnet(name, config, check=False, fail=False, **extra):
-        task = {"name": name, "ovn4nfv.k8s.virtual_network": dict({"config": config, "db": nb}, **extra)}
-        if check:
-            task["check_mode"] = True
-        if fail:
-            task["ignore_errors"] = True
-        return task
+        return vnet_task(nb, name, config, check, fail, **extra)
 
     def table(name, table_name):
-        return {"name": name, "changed_when": False, "ansible.builtin.command": {
-            "argv": ["ovsdb-client", "-f", "json", "dump", nb, "OVN_Northbound", table_name]}}
+        return table_task(nb, name, table_name)
 
     def dump(name):
         return {"name": name, "changed_when": False, "ansible.builtin.command": {"argv": ["ovsdb-client", "dump", nb]}}
