@@ -246,3 +246,19 @@ def switches_of(env, name):
     lb = balancers(env)[name]
     return sorted(s["name"] for s in env.box.rows("nb", "Logical_Switch") if lb["_uuid"] in (
         s["load_balancer"] if isinstance(s["load_balancer"], list) else [s["load_balancer"]]))
+
+
+def test_a_served_service_that_turns_invalid_loses_its_balancers(k8s):
+    """A Service refused as it is now (its VIP moved inside a network) is a
+    Warning Event, and what it was served with goes: a balancer of its old
+    form would otherwise go on answering."""
+    k8s.api.create_service("default", "turns", {"ports": [{"port": 80}]},
+                           dict(NET, **{services.VIP_ANNOTATION: "10.99.0.7"}))
+    wait_nb(k8s, lambda idl: vips_of("svc_default_turns_tcp")(idl) == {"10.99.0.7:80": []})
+    k8s.api.set_service_annotations("default", "turns", {services.VIP_ANNOTATION: "172.16.2.41"})
+    wait_nb(k8s, lambda idl: vips_of("svc_default_turns_tcp")(idl) is None)
+    events = [e for e in k8s.api.events if e["involvedObject"]["name"] == "turns"]
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", services.INVALID)], events
+    assert "172.16.2.41" in events[0]["message"]
+    k8s.api.delete_service("default", "turns")
+

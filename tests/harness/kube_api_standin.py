@@ -662,6 +662,13 @@ class KubeAPIStandIn:
             self._bump("ADDED", service)
             return copy.deepcopy(service)
 
+    def set_service_annotations(self, namespace, name, annotations):
+        """A merge patch of a Service's annotations (MODIFIED)."""
+        with self.lock:
+            service = self.services[(namespace, name)]
+            service["metadata"]["annotations"] = merge_patch(service["metadata"].get("annotations"), annotations)
+            self._bump("MODIFIED", service)
+
     def delete_service(self, namespace, name):
         with self.lock:
             self._bump("DELETED", self.services.pop((namespace, name)))

@@ -292,6 +292,28 @@ def test_provider_networks_through_the_module(sandbox, collections_path):
         table("ports_back", "Logical_Switch_Port"),
         vnet("delete", [{"name": "prov-v100"}], state="deleted"),
         table("ports_deleted", "Logical_Switch_Port"),
+        # its VLAN dropped (replaced): the localnet port's tag goes too
+        vnet("untag", [{"name": "prov-v200", "subnet": "192.168.200.0/24", "physnet": "physnet-ext"}],
+             state="replaced", fail=True),
+        vnet("untag_other", [{"name": "prov-x", "subnet": "192.168.201.0/24", "physnet": "physnet9", "vlan": 9}]),
+        vnet("untag_x", [{"name": "prov-x", "subnet": "192.168.201.0/24", "physnet": "physnet9"}], state="replaced"),
+        vnet("untag_x_again", [{"name": "prov-x", "subnet": "192.168.201.0/24", "physnet": "physnet9"}],
+             state="replaced"),
+        table("ports_untagged", "Logical_Switch_Port"),
+        # a gateway on a provider network's segment, or over its subnet, is refused
+        {"name": "gw_on_segment", "ignore_errors": True, "ovn4nfv.k8s.node_gateway": {"db": nb, "config": [
+            {"node": "w2", "external_ip": "192.168.60.12/24", "external_gateway": "192.168.60.1",
+             "physnet": "physnet9"}]}},
+        {"name": "gw_over_subnet", "ignore_errors": True, "ovn4nfv.k8s.node_gateway": {"db": nb, "config": [
+            {"node": "w3", "external_ip": "192.168.201.12/24", "external_gateway": "192.168.201.1",
+             "physnet": "physnet7"}]}},
+        {"name": "topology_delete", "ignore_errors": True,
+         "ovn4nfv.k8s.cluster_topology": {"state": "deleted", "db": nb}},
+        # an IPv6 overlay serving DHCP becomes a provider network (its DHCP off): its router port goes
+        vnet("v6", [{"name": "v6net", "subnet": "172.16.8.0/24", "subnet6": "fd00:8::/64", "dhcp": {"enabled": True}}]),
+        vnet("v6_to_provider", [{"name": "v6net", "physnet": "physnet8", "dhcp": {"enabled": False}}]),
+        vnet("v6_again", [{"name": "v6net", "physnet": "physnet8", "dhcp": {"enabled": False}}]),
+        table("router_ports_v6", "Logical_Router_Port"),
     ])
     assert proc.returncode == 0, proc.stdout[-4000:]
 
@@ -344,3 +366,16 @@ def test_provider_networks_through_the_module(sandbox, collections_path):
     # deleted with its localnet port
     assert r["delete"]["changed"]
     assert "lnet-prov-v100" not in {p["name"] for p in rows_from_json(r["ports_deleted"]["stdout"])}
+
+    # untagged: physnet-ext untagged is the gateway's (refused); physnet9's port loses its tag
+    assert "physnet physnet-ext untagged is node w1's gateway's" in r["untag"]["msg"]
+    assert r["untag_x"]["changed"] and not r["untag_x_again"]["changed"]
+    lnet = next(p for p in rows_from_json(r["ports_untagged"]["stdout"]) if p["name"] == "lnet-prov-x")
+    assert lnet["tag"] == [] and lnet["options"] == {"network_name": "physnet9"}, lnet
+
+    assert "physnet physnet9 untagged, is provider network prov-x's" in r["gw_on_segment"]["msg"]
+    assert "overlaps" in r["gw_over_subnet"]["msg"] and "prov-x" in r["gw_over_subnet"]["msg"]
+    assert r["topology_delete"]["failed"] and "network prov-x" in r["topology_delete"]["msg"]
+
+    assert r["v6_to_provider"]["changed"] and not r["v6_again"]["changed"]
+    assert "rtos-v6net" not in {p["name"] for p in rows_from_json(r["router_ports_v6"]["stdout"])}

@@ -42,6 +42,8 @@ def test_the_product_s_own_mappings_and_nothing_else(sandbox, collections_path):
         chassis("both", {"owned_bridge_mappings": {"x": "br-x"}, "bridge_mappings": {"y": "br-y"}}, fail=True),
         chassis("bad_name", {"owned_bridge_mappings": {"phys,1": "br-x"}}, fail=True),
         chassis("bad_bridge", {"owned_bridge_mappings": {"physnet-c": None}}, fail=True),
+        chassis("take_over", {"owned_bridge_mappings": {"physnet-b": "br-b2", "foreign": "br-mine"}}, fail=True),
+        ids("ids_refused"),
         chassis("delete", {"owned_bridge_mappings": {}}, state="deleted"),
         chassis("delete_again", {"owned_bridge_mappings": {}}, state="deleted"),
         ids("ids_deleted"),
@@ -64,6 +66,10 @@ def test_the_product_s_own_mappings_and_nothing_else(sandbox, collections_path):
         "physnet-a": "br-a", "physnet-b": "br-b"}
     assert r["gathered"]["gathered"]["owned_bridge_mappings"] == {"physnet-b": "br-b2"}
     assert r["gathered"]["gathered"]["bridge_mappings"] == {"foreign": "br-f", "physnet-b": "br-b2"}
+
+    # another tool's mapping is not taken over: refused, nothing written
+    assert "physnet foreign is mapped already (to br-f)" in r["take_over"]["msg"]
+    assert r["ids_refused"]["stdout"] == r["ids_dropped"]["stdout"]
 
     assert "not both" in r["both"]["msg"]
     assert "not a valid physical network name" in r["bad_name"]["msg"]

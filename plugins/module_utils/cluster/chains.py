@@ -132,6 +132,14 @@ def chain_items(chain, networks, topology, where="config"):
             if function[side]["network"] not in networks:
                 raise ValidationError("%s.functions[%d].%s.network: network %r does not exist" % (
                     where, index, side, function[side]["network"]))
+    for name in sorted(set([chain["source_network"], chain["destination_network"]] + [
+            f[side]["network"] for f in chain["functions"] for side in ("left", "right")])):
+        if networks[name].physnet:
+            # a chain steers at the distributed router's ports: a provider
+            # network's traffic never enters it, so nothing would be steered
+            raise ValidationError("%s: network %s is a provider network (physnet %s), which the distributed router "
+                                  "does not carry: a chain cannot steer or stop its traffic" % (
+                                      where, name, networks[name].physnet))
     source = networks[chain["source_network"]]
     prefixes = chain["destination_prefixes"] or [str(networks[chain["destination_network"]].subnet)]
     dst = "{%s}" % ", ".join(prefixes)

@@ -332,8 +332,9 @@ def plan_attachments(view, networks, ops):
         for name, row in sorted(own.items()):
             # its port is gone (deleted by hand, or while the watcher was away)
             result.changes.append(_dropped(name, [row]))
-        # the network's router port, made in this batch or before
-        router_port = view.lookup("Logical_Router_Port", network.router_port)
+        # the network's router port, made in this batch or before (a
+        # provider network has none: one it had as an overlay goes in this batch)
+        router_port = None if network.physnet else view.lookup("Logical_Router_Port", network.router_port)
         if router_port is not None and not isinstance(router_port, list):
             wanted_ra = ra_configs(network)
             if dict(cell(router_port, "ipv6_ra_configs") or {}) != wanted_ra:

@@ -15,7 +15,7 @@ __metaclass__ = type
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import (
-    DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, K_PHYSNET, NETWORK_KEY, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_WIRING)
+    DEFAULT_JOIN_SWITCH, DEFAULT_ROUTER, K_PHYSNET, K_VLAN, NETWORK_KEY, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_WIRING)
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.execution import Batch, CompositePlan
 from ..ovsdb.plan import plan, validate_config
@@ -54,14 +54,15 @@ def _wiring_scope(resource):
     return lambda current: current.cols.get(column, {}).get(ROLE) == ROLE_WIRING
 
 
-def read_network_subnets(view):
+def read_network_subnets(view, routed=True):
     """``{network name: subnet}`` of the OVN virtual networks in the
-    database that the distributed router serves (a provider network's
-    router is its fabric's)."""
+    database: those the distributed router serves (a provider network's
+    router is its fabric's), or with ``routed`` false every one (what
+    overlaps are checked against)."""
     out = {}
     for row in view.rows("Logical_Switch"):
         if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(OWNER_KEY) == OWNER_VALUE \
-                and not row.external_ids.get(K_PHYSNET):
+                and not (routed and row.external_ids.get(K_PHYSNET)):
             subnet = row.other_config.get("subnet")
             if subnet:
                 out[row.name] = addressing.parse_cidr(subnet, "subnet of " + row.name)
@@ -158,9 +159,17 @@ def _validated(resource_class, items, state):
 # Planning the topology and the gateways
 # --------------------------------------------------------------------------
 
+def provider_segments(view):
+    """``{(physnet, VLAN or None): network}`` of the provider networks."""
+    return dict(((row.external_ids[K_PHYSNET], int(row.external_ids[K_VLAN]) if row.external_ids.get(K_VLAN)
+                  else None), row.name) for row in view.rows("Logical_Switch")
+                if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_PHYSNET))
+
+
 def _attached(view, topology):
-    """Networks and gateways that hang off the topology, by name."""
-    names = ["network " + n for n in sorted(read_network_subnets(view))]
+    """Networks (provider networks too: their module needs the topology)
+    and gateways that hang off the topology, by name."""
+    names = ["network " + n for n in sorted(read_network_subnets(view, routed=False))]
     names += ["node gateway " + n for n in sorted(read_gateways(view))]
     return names
 
@@ -248,11 +257,15 @@ class Gateways(CompositeKind):
         after = declaration.after
         assign_join_ips([after[n] for n in sorted(after)], topology, current)
         networks = read_network_subnets(view)
-        named = [("network " + n, net) for n, net in sorted(networks.items())]
+        named = [("network " + n, net) for n, net in sorted(read_network_subnets(view, routed=False).items())]
         named.append(("the join subnet of %s" % topology.join_switch, topology.join_subnet))
         named.extend(external_networks(after))
-        problems, owners = [], {}
+        problems, owners, segments = [], {}, provider_segments(view)
         for node, gateway in sorted(after.items()):
+            if (gateway.physnet, gateway.vlan) in segments:
+                problems.append("node %s: its external network, physnet %s %s, is provider network %s's" % (
+                    node, gateway.physnet, "VLAN %d" % gateway.vlan if gateway.vlan else "untagged",
+                    segments[(gateway.physnet, gateway.vlan)]))
             if gateway.external_ip in owners:
                 problems.append("node %s: external_ip %s is already node %s's" % (
                     node, gateway.external_ip, owners[gateway.external_ip]))

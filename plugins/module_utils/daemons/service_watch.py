@@ -206,6 +206,11 @@ class Services:
                     view, service, endpoints, self.watcher.addresses), write=True)
             except ValidationError as exc:
                 self.report(obj, service, exc.reason or services.INVALID, str(exc))
+                # a Service refused as it is now is not served as it was
+                # (its network became a provider network, its VIP another's)
+                result = execute(nb, lambda view: services.plan_remove(view, key), write=True)
+                if result.changed:
+                    LOG.info("service %s: %s", key, "; ".join(result.operations()))
                 return
             self.reported.pop(key, None)
         if result.changed:

@@ -319,6 +319,21 @@ class Chassis(Resource):
             field.apply(cols, self.table, item.get(field.option), merge)
         return cols
 
+    def check(self, item, where, view, current, state):
+        owned = item.get("owned_bridge_mappings")
+        if owned is None or state == "deleted" or current is None:
+            return
+        ids = current.cols.get((self.table, "external_ids")) or {}
+        ours = set(_uncsv(ids.get(K_OWNED_PHYSNETS, "")))
+        theirs = dict((physnet, bridge) for physnet, bridge in parse_bridge_mappings(ids.get(MAPPINGS))
+                      if physnet in owned and physnet not in ours)
+        if theirs:
+            # another tool's (or node_gateway's): taken over, the next run of
+            # that tool and this one would take it back in turn
+            raise ValidationError(["config.owned_bridge_mappings.%s: physnet %s is mapped already (to %s), not by "
+                                   "the product's owned mappings (node_gateway's, or another tool's); map another "
+                                   "physnet, or drop that mapping first" % (p, p, b) for p, b in sorted(theirs.items())])
+
     def update_ops(self, current, cols, view):
         ops = super(Chassis, self).update_ops(current, cols, view)
         where = (self.table, "external_ids")
