@@ -280,6 +280,7 @@ def test_provider_networks_through_the_module(sandbox, collections_path):
             {"name": "pod1", "switch": "prov-v200", "addresses": ["0a:00:00:00:c8:64 192.168.200.100"]}]}},
         dump("dump3"),
         vnet("refuse_conversion", [{"name": "prov-v200", "physnet": ""}], fail=True),
+        vnet("refuse_retag", [{"name": "prov-v200", "vlan": 201}], fail=True),
         dump("dump4"),
         vnet("gathered", [], state="gathered"),
         vnet("convert", [dict(overlay, physnet="physnet2", vlan=7)]),
@@ -347,6 +348,8 @@ def test_provider_networks_through_the_module(sandbox, collections_path):
     assert "fabric's router" in r["refuse_ra"]["msg"]
     assert "not a valid physical network name" in r["refuse_name"]["msg"]
     assert "cannot become an overlay while 1 port(s) are on it (pod1)" in r["refuse_conversion"]["msg"]
+    assert "cannot move from physnet physnet-ext VLAN 200 to physnet physnet-ext VLAN 201 while 1 port(s)" in \
+        r["refuse_retag"]["msg"]
     assert stable_dump(r["dump3"]["stdout"]) == stable_dump(r["dump4"]["stdout"])
 
     gathered = dict((n["name"], n) for n in r["gathered"]["gathered"])

@@ -362,6 +362,13 @@ class Networks(CompositeKind):
         upserts, deletes = {}, {}
         for name in declared:
             old = current[name].network if name in current else None
+            if ovn and old is not None and old.physnet and after[name].physnet and current[name].ports \
+                    and not self.force and (old.physnet, old.vlan) != (after[name].physnet, after[name].vlan):
+                problems.append("network %s: it cannot move from physnet %s VLAN %s to physnet %s VLAN %s while %d "
+                                "port(s) are on it (%s); move them first, or set force: true" % (
+                                    name, old.physnet, old.vlan or "none", after[name].physnet,
+                                    after[name].vlan or "none", len(current[name].ports),
+                                    ", ".join(p for p, _a, _i in current[name].ports[:3])))
             if ovn and old is not None and bool(old.physnet) != bool(after[name].physnet):
                 # an overlay becoming a provider network, or back: its way
                 # out changes, and every pod on it would lose its path
