@@ -36,6 +36,10 @@ def test_the_product_s_own_mappings_and_nothing_else(sandbox, collections_path):
         chassis("set", first),
         chassis("again", first),
         ids("ids_set"),
+        # node_gateway's merged mapping beside: neither writer undoes the other's order
+        chassis("gateway", {"bridge_mappings": {"gw": "br-gw"}}),
+        chassis("owned_after_gateway", first),
+        chassis("gateway_again", {"bridge_mappings": {"gw": "br-gw"}}),
         chassis("drop_a", {"owned_bridge_mappings": {"physnet-b": "br-b2"}}),
         ids("ids_dropped"),
         chassis("gathered", None, state="gathered"),
@@ -60,12 +64,13 @@ def test_the_product_s_own_mappings_and_nothing_else(sandbox, collections_path):
 
     # physnet-a no longer listed: gone; physnet-b's bridge changed; foreign stays
     assert r["drop_a"]["changed"]
-    assert 'ovn-bridge-mappings="foreign:br-f,physnet-b:br-b2"' in r["ids_dropped"]["stdout"]
+    assert not r["owned_after_gateway"]["changed"] and not r["gateway_again"]["changed"]
+    assert 'ovn-bridge-mappings="foreign:br-f,physnet-b:br-b2,gw:br-gw"' in r["ids_dropped"]["stdout"]
     assert 'ovn4nfv-physnets=physnet-b' in r["ids_dropped"]["stdout"]
     assert r["drop_a"]["diff"]["before"]["open_vswitch"]["owned_bridge_mappings"] == {
         "physnet-a": "br-a", "physnet-b": "br-b"}
     assert r["gathered"]["gathered"]["owned_bridge_mappings"] == {"physnet-b": "br-b2"}
-    assert r["gathered"]["gathered"]["bridge_mappings"] == {"foreign": "br-f", "physnet-b": "br-b2"}
+    assert r["gathered"]["gathered"]["bridge_mappings"] == {"foreign": "br-f", "physnet-b": "br-b2", "gw": "br-gw"}
 
     # another tool's mapping is not taken over: refused, nothing written
     assert "physnet foreign is mapped already (to br-f)" in r["take_over"]["msg"]
@@ -77,6 +82,6 @@ def test_the_product_s_own_mappings_and_nothing_else(sandbox, collections_path):
 
     # deleted: the product's mappings and its record go, the rest stays
     assert r["delete"]["changed"] and not r["delete_again"]["changed"]
-    assert 'ovn-bridge-mappings="foreign:br-f"' in r["ids_deleted"]["stdout"]
+    assert 'ovn-bridge-mappings="foreign:br-f,gw:br-gw"' in r["ids_deleted"]["stdout"]
     assert "ovn4nfv-physnets" not in r["ids_deleted"]["stdout"]
     assert "some-tool=kept" in r["ids_deleted"]["stdout"]

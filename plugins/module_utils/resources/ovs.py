@@ -189,6 +189,24 @@ def format_bridge_mappings(pairs):
     return ",".join("%s:%s" % pair for pair in pairs)
 
 
+def set_mappings(pairs, wanted):
+    """``pairs`` with each ``{physnet: bridge}`` of ``wanted`` set where it
+    stands (a new one last), or removed where its bridge is None: the order
+    of the others is kept, so that two writers of different physnets never
+    undo each other's order."""
+    out = list(pairs)
+    for physnet, bridge in sorted(wanted.items()):
+        at = [i for i, pair in enumerate(out) if pair[0] == physnet]
+        if bridge is None:
+            out = [pair for pair in out if pair[0] != physnet]
+        elif at:
+            out[at[0]] = (physnet, bridge)
+            out = [pair for i, pair in enumerate(out) if pair[0] != physnet or i == at[0]]
+        else:
+            out.append((physnet, bridge))
+    return out
+
+
 class _BridgeMappings(Field):
     """``ovn-bridge-mappings`` as a ``{physnet: bridge}`` dict, merged
     mapping by mapping; ``null`` removes a mapping under ``merged``."""
@@ -203,11 +221,7 @@ class _BridgeMappings(Field):
 
     def apply(self, cols, table, value, merge):
         ids = cols.setdefault((table, "external_ids"), {})
-        pairs = parse_bridge_mappings(ids.get(self.key)) if merge else []
-        for physnet, bridge in sorted((value or {}).items()):
-            pairs = [p for p in pairs if p[0] != physnet]
-            if bridge is not None:
-                pairs.append((physnet, bridge))
+        pairs = set_mappings(parse_bridge_mappings(ids.get(self.key)) if merge else [], value or {})
         if pairs:
             ids[self.key] = format_bridge_mappings(pairs)
         else:
@@ -236,8 +250,7 @@ class _OwnedBridgeMappings(Field):
             return
         ids = cols.setdefault((table, "external_ids"), {})
         gone = set(_uncsv(ids.get(K_OWNED_PHYSNETS, ""))) - set(value)
-        pairs = [p for p in parse_bridge_mappings(ids.get(MAPPINGS)) if p[0] not in gone and p[0] not in value]
-        pairs += sorted(value.items())
+        pairs = set_mappings(parse_bridge_mappings(ids.get(MAPPINGS)), dict(value, **dict.fromkeys(gone)))
         if pairs:
             ids[MAPPINGS] = format_bridge_mappings(pairs)
         else:
