@@ -32,7 +32,10 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches 
 
 from tests.harness.dataplane import Node, ip as ip_run, sctp_reaches, tcp_exchange, udp_exchange
 
-NETWORKS = {"net1": ("172.16.1.0/24", "fd00:1::/64"), "net2": ("172.16.2.0/24", None)}
+NETWORKS = {"net1": ("172.16.1.0/24", "fd00:1::/64"), "net2": ("172.16.2.0/24", None),
+            "prov": ("172.16.3.0/24", None)}
+# a provider network (issue 35): its switch has a localnet port, no router
+PROVIDERS = {"prov": "physnet-pol"}
 GATEWAY6 = "fd00:1::1"
 # interface: (its pod, its name in the pod, network, MAC, IPv4, IPv6); m has one on each network
 IFACES = {
@@ -42,6 +45,8 @@ IFACES = {
     "b": ("b", "eth0", "net2", "0a:00:00:00:02:0b", "172.16.2.11", None),
     "m1": ("m", "eth0", "net1", "0a:00:00:00:01:0e", "172.16.1.14", None),
     "m2": ("m", "eth1", "net2", "0a:00:00:00:02:0e", "172.16.2.14", None),
+    "p1": ("p1", "eth0", "prov", "0a:00:00:00:03:0a", "172.16.3.10", None),
+    "p2": ("p2", "eth0", "prov", "0a:00:00:00:03:0b", "172.16.3.11", None),
 }
 SHORT = 2   # seconds a refused connection is given: each refusal waits that long
 
@@ -59,8 +64,9 @@ def node():
     node = Node()
     try:
         node.join()
-        checked = [(n, vn.check_network(dict({"name": n, "subnet": v4}, **({"subnet6": v6} if v6 else {})), n))
-                   for n, (v4, v6) in sorted(NETWORKS.items())]
+        checked = [(n, vn.check_network(dict({"name": n, "subnet": v4}, **dict(
+            ({"subnet6": v6} if v6 else {}), **({"physnet": PROVIDERS[n]} if n in PROVIDERS else {}))), n))
+            for n, (v4, v6) in sorted(NETWORKS.items())]
         with ovsdb.Database(node.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
             execute(db, lambda v: plan_topology(v, {"join_subnet": "100.64.1.0/24"}, "merged"), write=True)
             execute(db, lambda v: vn.plan_networks(v, checked, "merged", "ovn", False), write=True)
@@ -336,3 +342,20 @@ def test_a_stateless_network_lets_replies_back_by_the_rules_mirrors_only(node):
     finally:
         enforce(node)
         set_mode(node, "net2", "stateful")
+
+
+def test_a_policy_on_a_provider_network_works_as_on_an_overlay(node):
+    """ACLs live in port groups of pod ports, so a provider network's switch
+    (a localnet port, no router) isolates, keeps the replies of a pod's own
+    connections through conntrack, and admits what a rule names, as an
+    overlay's does."""
+    try:
+        enforce(node, (policy(DENY_IN, networks="prov"), ["p2"], None))
+        assert not talk(node, "p1", "p2"), "nothing is allowed in to an isolated pod"
+        assert talk(node, "p2", "p1"), "the replies of p2's own connection come back"
+        enforce(node, (policy(ADMIT_8080, networks="prov"), ["p2"], {(INGRESS, 0): ["p1"]}))
+        assert talk(node, "p1", "p2"), "admitted from p1 on 8080, its replies through p2's egress deny"
+        assert not talk(node, "p1", "p2", port_number=9090), "another port is not admitted"
+    finally:
+        enforce(node)
+
