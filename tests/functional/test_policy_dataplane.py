@@ -358,4 +358,3 @@ def test_a_policy_on_a_provider_network_works_as_on_an_overlay(node):
         assert not talk(node, "p1", "p2", port_number=9090), "another port is not admitted"
     finally:
         enforce(node)
-

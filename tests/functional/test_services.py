@@ -261,4 +261,3 @@ def test_a_served_service_that_turns_invalid_loses_its_balancers(k8s):
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", services.INVALID)], events
     assert "172.16.2.41" in events[0]["message"]
     k8s.api.delete_service("default", "turns")
-
