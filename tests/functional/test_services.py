@@ -4,7 +4,7 @@ NB read from outside the watcher."""
 
 import pytest
 
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import services
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn, services
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES, read_gateways
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing, marks
@@ -261,3 +261,32 @@ def test_a_served_service_that_turns_invalid_loses_its_balancers(k8s):
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", services.INVALID)], events
     assert "172.16.2.41" in events[0]["message"]
     k8s.api.delete_service("default", "turns")
+
+
+def test_a_network_that_becomes_a_provider_network_loses_every_service_s_vip(k8s):
+    """An overlay turned into a provider network (no pod on it) no longer
+    takes the Services' VIPs: the watcher sees the switch's physnet change
+    and plans every Service again; and back."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+
+    def convert(physnet):
+        with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+            execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network(
+                {"name": "tiny", "physnet": physnet, "vlan": 5} if physnet else {"name": "tiny", "physnet": ""},
+                "n"))], "merged", "ovn"), write=True)
+
+    def attached(name):
+        return lambda idl: sorted(s.name for s in idl.tables["Logical_Switch"].rows.values()
+                                  if any(lb.name == name for lb in s.load_balancer))
+
+    k8s.api.create_service("default", "everywhere", {"ports": [{"port": 80}]},
+                           dict(NET, **{services.VIP_ANNOTATION: "10.99.0.8"}))
+    wait_nb(k8s, lambda idl: "tiny" in attached("svc_default_everywhere_tcp")(idl))
+    try:
+        convert("physnet-tiny")
+        wait_nb(k8s, lambda idl: attached("svc_default_everywhere_tcp")(idl) == [
+            "default-net", "macvlan-net", "net1", "net2"])
+    finally:
+        convert(None)
+    wait_nb(k8s, lambda idl: "tiny" in attached("svc_default_everywhere_tcp")(idl))
+    k8s.api.delete_service("default", "everywhere")

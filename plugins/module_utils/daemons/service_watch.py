@@ -24,6 +24,7 @@ import threading
 
 from ..cluster import services
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.marks import K_PHYSNET
 from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
@@ -96,6 +97,7 @@ class Services:
         self.services = {}          # key -> (V1Service, services.Service)
         self.slices = {}            # (namespace, slice name) -> (service key, [Endpoint])
         self.reported = {}          # key -> (uid, reason, message) last said
+        self.physnets = {}          # network switch -> its physnet ("" for an overlay), as last seen
         stopping = watcher.stopping
         self.watches = [
             kube.ListWatch("services", "V1Service", self.relist_services,
@@ -171,6 +173,18 @@ class Services:
                     and any(s.selects(found) for found in labels)]
         for key in keys:
             self.queue.add(key)
+
+    def switch_changed(self, event, row):
+        """A network's switch came, went or changed: one that became a
+        provider network, or an overlay again, changes which switches take
+        every Service's VIP (and whether a Service on it is served)."""
+        physnet = None if event == "delete" else (getattr(row, "external_ids", None) or {}).get(K_PHYSNET, "")
+        with self.lock:
+            before = self.physnets.pop(row.name, None)
+            if physnet is not None:
+                self.physnets[row.name] = physnet
+        if before is not None and physnet is not None and before != physnet:
+            self.requeue_all()
 
     def requeue_all(self):
         with self.lock:

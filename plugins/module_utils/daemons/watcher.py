@@ -246,6 +246,7 @@ class Watcher:
         if row._table.name == "Logical_Switch":
             if self.policies:
                 self.policies.switch_changed(event, row)
+            self.services.switch_changed(event, row)
             return
         if row._table.name == "ACL":
             if self.policies and (getattr(row, "external_ids", None) or {}).get(K_BASELINE):
