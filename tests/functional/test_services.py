@@ -267,8 +267,6 @@ def test_a_network_that_becomes_a_provider_network_loses_every_service_s_vip(k8s
     """An overlay turned into a provider network (no pod on it) no longer
     takes the Services' VIPs: the watcher sees the switch's physnet change
     and plans every Service again; and back."""
-    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
-
     def convert(physnet):
         with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
             execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network(
