@@ -60,8 +60,10 @@ description:
     one of this Open vSwitch's interfaces); V(version_skew), this node's C(ovn-controller) and the
     central's C(ovn-northd) (O(northd_version)) are releases OVN's upgrade rules say must not run
     together (older than northd and not pinned, an error; pinned and waiting, or newer than OVN's
-    rolling upgrade span, a warning), reported only. The tunnel and version classes look at this
-    host, so they run only against the local database.
+    rolling upgrade span, a warning), reported only; V(provider_bridge_unwired), a physical network
+    this node maps (C(ovn-bridge-mappings)) to a bridge that does not exist or holds no NIC, reported
+    only (the mend is the C(ovn_controller) role's C(ovn_controller_physnets), or the gateway's).
+    The tunnel and version classes look at this host, so they run only against the local database.
   - C(playbooks/audit.yml) runs the cluster audit on the first central member, then every node's.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)

@@ -279,3 +279,28 @@ def test_a_chassis_without_a_provider_network_s_physnet_is_found(sandbox, collec
     assert "chassis worker1 binds default_a_net0 of provider network prov-v100 but does not map its physical " \
            "network physnet-ext (ovn-bridge-mappings: none)" in found[0]["message"]
     assert not [f for f in r["after"]["findings"] if f["class"] == "provider_mapping_missing"]
+
+
+def test_a_mapped_physnet_whose_bridge_is_missing_or_holds_no_nic_is_found(sandbox, collections_path):
+    """provider_bridge_unwired (layer: node): of the node's ovn-bridge-mappings,
+    one to a bridge that does not exist and one to a bridge with only patch
+    ports are found; one whose bridge holds its NIC is not. Reported only."""
+    box = sandbox
+    box.vsctl("set", "open_vswitch", ".",
+              "external_ids:ovn-bridge-mappings=physnet-a:br-none,physnet-b:br-bare,physnet-c:br-nic")
+    box.vsctl("add-br", "br-bare", "--", "set", "bridge", "br-bare", "datapath_type=netdev",
+              "--", "add-port", "br-bare", "patch-to-int", "--", "set", "interface", "patch-to-int", "type=patch",
+              "options:peer=patch-from-bare")
+    box.vsctl("add-br", "br-nic", "--", "set", "bridge", "br-nic", "datapath_type=netdev",
+              "--", "add-port", "br-nic", "nic0")
+    r, proc = run_playbook(collections_path, [
+        {"name": "node", "ovn4nfv.k8s.network_audit": {"layer": "node", "node": "worker1", "db": box.ovs_db}},
+        {"name": "repair", "ovn4nfv.k8s.network_audit": {"layer": "node", "node": "worker1", "db": box.ovs_db,
+                                                         "state": "repaired"}}])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    found = [f for f in r["node"]["findings"] if f["class"] == "provider_bridge_unwired"]
+    assert [(f["objects"], f["severity"], f["repair"]) for f in found] == [
+        (["physnet-a"], "error", None), (["physnet-b"], "error", None)]
+    assert "physical network physnet-a maps to bridge br-none, which does not exist" in found[0]["message"]
+    assert "bridge br-bare, which holds no NIC" in found[1]["message"]
+    assert r["repair"]["changed"] is False

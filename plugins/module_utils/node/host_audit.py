@@ -18,6 +18,10 @@ against the devices that exist.
   down, or none holds it: every tunnel to and from the node carries
   nothing. The repair brings it up when it is one of this database's
   interfaces (the uplink bridge the product made), over netlink;
+* ``provider_bridge_unwired``: a physical network the node maps
+  (``ovn-bridge-mappings``: a provider network's, a gateway's) to a bridge
+  that does not exist or holds no NIC: its frames go nowhere; reported
+  only, the mend is the role's (``ovn_controller_physnets``, the gateway);
 * ``version_skew``: the node's ``ovn-controller`` and the central's
   ``ovn-northd`` (handed down by the cluster's audit) are releases OVN's
   upgrade rules say must not run together (:mod:`..cluster.releases`);
@@ -43,7 +47,7 @@ from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan, plan, validate_config
 from ..ovsdb.task_databases import opened
 from ..ovsdb.view import View
-from ..resources.ovs import Port
+from ..resources.ovs import MAPPINGS, Port, parse_bridge_mappings
 
 TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
 STRAY = "stray_interface"
@@ -51,6 +55,7 @@ DEAD = "dead_interface"
 MTU = "mtu_mismatch"
 TUNNEL = "tunnel_down"
 VERSION = "version_skew"
+UNWIRED = "provider_bridge_unwired"
 PIN_KEY = "ovn-match-northd-version"
 IFF_UP = 0x1
 
@@ -195,6 +200,23 @@ def audit_node(view, node, known_ports=None, bridge="br-int", devices=None, live
     return out
 
 
+def audit_physnets(view, node):
+    """Each mapped physical network's bridge exists and holds a NIC (a
+    port of a system device: not the bridge's own interface, not a patch
+    port ovn-controller made)."""
+    out = []
+    for row in view.rows("Open_vSwitch"):
+        for physnet, bridge in parse_bridge_mappings(row.external_ids.get(MAPPINGS)):
+            found = view.lookup("Bridge", bridge)
+            nics = [] if found is None or isinstance(found, list) else [
+                iface.name for port, iface in _interfaces(view, bridge) if iface.type in ("", "system")]
+            if found is None or not nics:
+                out.append(finding(UNWIRED, "error", "ovs", [physnet], "%s: physical network %s maps to bridge %s, "
+                                   "which %s: its frames go nowhere" % (
+                                       node, physnet, bridge, "does not exist" if found is None else "holds no NIC")))
+    return out
+
+
 def mtus_applied(view, bridge="br-int"):
     """Whether Open vSwitch has given every interface on ``bridge`` the MTU
     asked of it (``mtu_request``): the repair asks, vswitchd applies a
@@ -253,6 +275,7 @@ def run_host_audit(params, check_mode=False):
             links = encap_links(encap_ips(view)) if devices is not None else []
             ours = set(iface.name for iface in view.rows("Interface"))
             found += audit_versions(view, node, params["northd_version"], running) if versions else []
+            found += audit_physnets(view, node)
             return (found + audit_tunnels(node, links, ours),)
         (findings,), repair, left = audit_and_mend(lambda: ovs.read(read), [
             (ovs, lambda view, found: plan_node_repair(view, found, bridge, mtus)),
