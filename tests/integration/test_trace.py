@@ -165,3 +165,34 @@ def test_a_packet_the_operator_s_baseline_drops_names_its_rule(cluster, collecti
     events = [e for h in r["refused"]["hops"] for e in h["events"] if e["kind"] == "acl"]
     assert [e.get("acl") for e in events] == ["base:net2-not-from-net1"], r["refused"]["lines"]
     assert r["refused"]["where"].startswith("by ovn-net2 ls_out_acl"), r["refused"]["where"]
+
+
+def test_a_packet_from_a_provider_network_leaves_through_its_localnet_port(sandbox, collections_path):
+    """A provider network has no router: a packet for the fabric (its
+    gateway, or anything no port of it holds) is traced out of its localnet
+    port, as OVN sends it; one for a pod of it is delivered to that pod."""
+    with ovsdb.Database(sandbox.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+        execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
+        execute(db, lambda v: vn.plan_networks(v, [("p", vn.check_network(
+            {"name": "prov-v100", "subnet": "192.168.100.0/24", "physnet": "physnet-ext", "vlan": 100}, "p"))],
+            "merged", "ovn", False), write=True)
+        reconcile(LogicalSwitchPort(), [
+            {"name": name, "switch": "prov-v100", "addresses": ["%s %s" % (mac, ip)],
+             "port_security": ["%s %s" % (mac, ip)]} for name, mac, ip in (
+                ("provider_prov-w1_eth0", "0a:00:00:00:64:02", "192.168.100.2"),
+                ("provider_prov-w2_eth0", "0a:00:00:00:64:03", "192.168.100.3"))], "merged", db)
+    sandbox.nbctl("--wait=sb", "sync")
+    r, proc = run_playbook(collections_path, [
+        trace_task("fabric", {"source": {"port": "provider_prov-w1_eth0"}, "destination": {"address": "8.8.8.8"}},
+                   sandbox.sb_db),
+        trace_task("gateway", {"source": {"port": "provider_prov-w1_eth0"},
+                               "destination": {"address": "192.168.100.1"}}, sandbox.sb_db),
+        trace_task("pod", {"source": {"port": "provider_prov-w1_eth0"},
+                           "destination": {"port": "provider_prov-w2_eth0"}}, sandbox.sb_db)],
+        module_defaults={"group/ovn4nfv.k8s.ovsdb": {"timeout": 20}})
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    for case in ("fabric", "gateway"):
+        assert r[case]["verdict"] == "delivered", r[case]
+        assert r[case]["where"] == "to localnet port lnet-prov-v100 on prov-v100", r[case]
+    assert r["pod"]["verdict"] == "delivered" and r["pod"]["where"] == "to port provider_prov-w2_eth0 on prov-v100"
+

@@ -53,6 +53,9 @@ _STAGE = re.compile(r"^\s*\d+\. (\w+) \([^)]*\): (.*), priority (\d+), uuid \w+$
 _OUTPUT = re.compile(r'^\s*/\* output to "([^"]+)", type "([^"]*)" \*/$')
 # output to a port of these types leaves the logical path here
 _DELIVERING = ("", "localnet", "l2gateway", "virtual", "external")
+# what a packet for the fabric is addressed to on a provider network (its
+# router's MAC is not OVN's to know): a locally administered one no port holds
+FABRIC_MAC = "02:00:00:00:00:01"
 
 
 def _port_of(value, where):
@@ -163,14 +166,17 @@ def microflow(view, source, destination, protocol="icmp", port=None):
                     network = addressing.parse_ip_interface(word, "mac")[1]
                     if src_ip in network:
                         gateway, local = words[0], dst_ip in network
+    # a provider network: what no port of it holds is the fabric's, out of its localnet port
+    fabric = gateway is None and any(_uuid(row.datapath) == here and row.type == "localnet"
+                                     for row in bindings.values())
     if local or gateway is None:
         found = dst_row if dst_row is not None and _uuid(dst_row.datapath) == here else next(
             (row for row in bindings.values() if _uuid(row.datapath) == here and dst_ip in _addresses(row)[1]),
             None)
-        if found is None:
+        if found is None and not fabric:
             raise ValidationError("destination: no port on network %s holds %s%s" % (
                 switch, dst_ip, "" if gateway else ", and it has no gateway to route through"))
-        eth_dst = _addresses(found)[0]
+        eth_dst = _addresses(found)[0] if found is not None else FABRIC_MAC
     else:
         eth_dst = gateway
     family = "ip4" if dst_ip.version == 4 else "ip6"
