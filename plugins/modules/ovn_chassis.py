@@ -103,7 +103,7 @@ EXAMPLES = r"""
   ovn4nfv.k8s.ovn_chassis:
     config:
       owned_bridge_mappings:
-        physnet-ext: br-ext
+        physnet-prov: br-prov
         physnet-vlan: br-vlan
 
 - name: Drop one bridge mapping, keep the others

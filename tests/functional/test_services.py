@@ -265,13 +265,13 @@ def test_a_served_service_that_turns_invalid_loses_its_balancers(k8s):
 
 def test_a_network_that_becomes_a_provider_network_loses_every_service_s_vip(k8s):
     """An overlay turned into a provider network (no pod on it) no longer
-    takes the Services' VIPs: the watcher sees the switch's physnet change
-    and plans every Service again; and back."""
-    def convert(physnet):
+    takes the Services' VIPs, even when the watcher restarted since it last
+    saw that switch change (its first sight of a network's switch plans the
+    Services again); and back; and a new overlay takes them."""
+    def plan(item, state="merged"):
         with ovsdb.Database(k8s.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
-            execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network(
-                {"name": "tiny", "physnet": physnet, "vlan": 5} if physnet else {"name": "tiny", "physnet": ""},
-                "n"))], "merged", "ovn"), write=True)
+            execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network(item, "n"))], state, "ovn"),
+                    write=True)
 
     def attached(name):
         return lambda idl: sorted(s.name for s in idl.tables["Logical_Switch"].rows.values()
@@ -280,11 +280,18 @@ def test_a_network_that_becomes_a_provider_network_loses_every_service_s_vip(k8s
     k8s.api.create_service("default", "everywhere", {"ports": [{"port": 80}]},
                            dict(NET, **{services.VIP_ANNOTATION: "10.99.0.8"}))
     wait_nb(k8s, lambda idl: "tiny" in attached("svc_default_everywhere_tcp")(idl))
+    assert k8s.terminate() == 0
+    k8s.start()
     try:
-        convert("physnet-tiny")
+        plan({"name": "tiny", "physnet": "physnet-tiny", "vlan": 5})
         wait_nb(k8s, lambda idl: attached("svc_default_everywhere_tcp")(idl) == [
             "default-net", "macvlan-net", "net1", "net2"])
     finally:
-        convert(None)
+        plan({"name": "tiny", "physnet": ""})
     wait_nb(k8s, lambda idl: "tiny" in attached("svc_default_everywhere_tcp")(idl))
-    k8s.api.delete_service("default", "everywhere")
+    plan({"name": "late", "subnet": "172.16.77.0/24"})
+    try:
+        wait_nb(k8s, lambda idl: "late" in attached("svc_default_everywhere_tcp")(idl))
+    finally:
+        k8s.api.delete_service("default", "everywhere")
+        plan({"name": "late"}, "deleted")

@@ -284,7 +284,9 @@ def test_a_chassis_without_a_provider_network_s_physnet_is_found(sandbox, collec
 def test_a_mapped_physnet_whose_bridge_is_missing_or_holds_no_nic_is_found(sandbox, collections_path):
     """provider_bridge_unwired (layer: node): of the node's ovn-bridge-mappings,
     one to a bridge that does not exist and one to a bridge with only patch
-    ports are found; one whose bridge holds its NIC is not. Reported only."""
+    ports are found; one whose bridge holds a working NIC (the sandbox's
+    ovs-vswitchd makes every device a dummy one, with a port number) is
+    not. Reported only."""
     box = sandbox
     box.vsctl("set", "open_vswitch", ".",
               "external_ids:ovn-bridge-mappings=physnet-a:br-none,physnet-b:br-bare,physnet-c:br-nic")
@@ -302,5 +304,5 @@ def test_a_mapped_physnet_whose_bridge_is_missing_or_holds_no_nic_is_found(sandb
     assert [(f["objects"], f["severity"], f["repair"]) for f in found] == [
         (["physnet-a"], "error", None), (["physnet-b"], "error", None)]
     assert "physical network physnet-a maps to bridge br-none, which does not exist" in found[0]["message"]
-    assert "bridge br-bare, which holds no NIC" in found[1]["message"]
+    assert "bridge br-bare, which holds no working NIC: its frames" in found[1]["message"]
     assert r["repair"]["changed"] is False

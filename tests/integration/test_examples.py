@@ -84,9 +84,9 @@ def test_cluster_examples_run_and_are_idempotent(sandbox, collections_path):
     assert audit["audit"]["findings"] == [], audit["audit"]["lines"]
     nets = dict((n["name"], n) for n in sandbox.rows("nb", "Logical_Switch")
                 if n["external_ids"].get("ovn4nfv-network"))
-    assert set(nets) == {"ovn-ls-25", "ovn-ls-26", "macvlan-net", "vm-net"}
+    assert set(nets) == {"ovn-ls-25", "ovn-ls-26", "macvlan-net", "vm-net", "prov-v100", "prov-v200"}
     nat = sandbox.rows("nb", "NAT")
-    assert len(nat) == 2 * 4, "each of two gateways SNATs each of four networks"
+    assert len(nat) == 2 * 4, "each of two gateways SNATs each of four overlay networks (a provider network: none)"
     # virtual_network's DHCP example: an IPv4 and a DHCPv6 row, and the router port's advertisements
     assert sorted(r["cidr"] for r in sandbox.rows("nb", "DHCP_Options")) == ["172.16.40.0/24", "fd00:40::/64"]
     lrp = next(r for r in sandbox.rows("nb", "Logical_Router_Port") if r["name"] == "rtos-vm-net")
@@ -105,7 +105,9 @@ def test_examples_run_and_are_idempotent(sandbox, collections_path):
     assert sorted(b["name"] for b in ovs["bridges"]) == ["br-ex", "br-int"]
     assert {p["name"]: p["bridge"] for p in ovs["ports"]} == {
         "patch-int-ex": "br-int", "patch-ex-int": "br-ex", "veth1234ab": "br-int"}
-    assert ovs["chassis"]["bridge_mappings"] == {"physnet-ext": "br-ex"}
+    assert ovs["chassis"]["bridge_mappings"] == {"physnet-ext": "br-ex", "physnet-prov": "br-prov",
+                                                 "physnet-vlan": "br-vlan"}
+    assert ovs["chassis"]["owned_bridge_mappings"] == {"physnet-prov": "br-prov", "physnet-vlan": "br-vlan"}
     assert ovs["chassis"]["encap_ip"] == "192.168.33.12"
     assert [s["name"] for s in nb["logical_switches"]] == ["ovn-ls-25", "ovn-ls-26"]
     assert {p["name"] for p in nb["logical_switch_ports"]} == {

@@ -315,6 +315,14 @@ def test_provider_networks_through_the_module(sandbox, collections_path):
         vnet("v6_to_provider", [{"name": "v6net", "physnet": "physnet8", "dhcp": {"enabled": False}}]),
         vnet("v6_again", [{"name": "v6net", "physnet": "physnet8", "dhcp": {"enabled": False}}]),
         table("router_ports_v6", "Logical_Router_Port"),
+        # a gateway's VLAN dropped (replaced): its localnet port's tag goes too
+        {"name": "gw_tagged", "ovn4nfv.k8s.node_gateway": {"db": nb, "config": [
+            {"node": "w5", "external_ip": "192.168.55.12/24", "external_gateway": "192.168.55.1",
+             "physnet": "physnet5", "vlan": 300}]}},
+        {"name": "gw_untagged", "ovn4nfv.k8s.node_gateway": {"db": nb, "state": "replaced", "config": [
+            {"node": "w5", "external_ip": "192.168.55.12/24", "external_gateway": "192.168.55.1",
+             "physnet": "physnet5"}]}},
+        table("ports_gw_untagged", "Logical_Switch_Port"),
     ])
     assert proc.returncode == 0, proc.stdout[-4000:]
 
@@ -379,6 +387,10 @@ def test_provider_networks_through_the_module(sandbox, collections_path):
     assert "physnet physnet9 untagged, is provider network prov-x's" in r["gw_on_segment"]["msg"]
     assert "overlaps" in r["gw_over_subnet"]["msg"] and "prov-x" in r["gw_over_subnet"]["msg"]
     assert r["topology_delete"]["failed"] and "network prov-x" in r["topology_delete"]["msg"]
+
+    assert r["gw_untagged"]["changed"]
+    ln = next(p for p in rows_from_json(r["ports_gw_untagged"]["stdout"]) if p["name"] == "ln-w5")
+    assert ln["tag"] == [], ln
 
     assert r["v6_to_provider"]["changed"] and not r["v6_again"]["changed"]
     assert "rtos-v6net" not in {p["name"] for p in rows_from_json(r["router_ports_v6"]["stdout"])}

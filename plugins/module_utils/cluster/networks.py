@@ -39,7 +39,7 @@ from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.view import cell
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_dhcp import DHCPOptions
-from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
+from ..resources.nb_switches import LogicalSwitch
 from ..resources.ovs import Bridge
 from . import dhcp as dhcp_service, network_safety
 from .network_model import Network
@@ -382,13 +382,9 @@ class Networks(CompositeKind):
                         deletes.setdefault(resource_class, []).extend(objs)
         if problems:
             raise ValidationError(problems)
-        localnets = []
         for name in declared:
             network = after[name]
             objects = network.ovn_items(topology) if ovn else {Bridge: [network.ovs_item(self.datapath_type)]}
-            if network.physnet:
-                # the localnet port exactly as declared: a VLAN dropped clears its tag
-                localnets.extend(objects.pop(LogicalSwitchPort))
             for resource_class, objs in objects.items():
                 upserts.setdefault(resource_class, []).extend(objs)
             if ovn:
@@ -404,9 +400,6 @@ class Networks(CompositeKind):
             # a provider network is routed by its fabric: no route, no SNAT
             subnets = dict((n, net.subnet) for n, net in after.items() if not net.physnet)
             result.batch = build_batch(view, upserts, deletes, topology, subnets, gateways)
-            if localnets:
-                result.batch.add(plan(LogicalSwitchPort(), validate_config(LogicalSwitchPort(), localnets, "replaced"),
-                                      "replaced", view))
             # the network's DHCP rows as they should be, options whole: a key
             # the network no longer sets (dhcpv6_stateless, a route) goes
             rows = [item for n in declared for item in dhcp_service.items(after[n])]

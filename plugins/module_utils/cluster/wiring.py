@@ -134,10 +134,13 @@ def build_batch(view, upserts, deletes, topology, networks, gateways, wire=True)
     first. ``upserts``/``deletes`` map resource classes to items."""
     batch = Batch()
     for resource_class in ORDER:
-        items = upserts.get(resource_class)
-        if items:
-            batch.add(plan(resource_class(), _validated(resource_class, items, "merged"),
-                           "merged", view))
+        items = upserts.get(resource_class) or []
+        # a localnet port (a gateway's, a provider network's) exactly as
+        # declared: a VLAN dropped from its owner untags it
+        for state, chosen in (("merged", [i for i in items if i.get("type") != "localnet"]),
+                              ("replaced", [i for i in items if i.get("type") == "localnet"])):
+            if chosen:
+                batch.add(plan(resource_class(), _validated(resource_class, chosen, state), state, view))
     if topology is not None and wire:
         for resource_class, items in wiring_items(topology, networks, gateways).items():
             resource = resource_class()

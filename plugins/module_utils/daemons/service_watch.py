@@ -24,7 +24,7 @@ import threading
 
 from ..cluster import services
 from ..common.errors import Ovn4nfvError, ValidationError
-from ..common.marks import K_PHYSNET
+from ..common.marks import K_PHYSNET, NETWORK_KEY
 from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
@@ -37,6 +37,7 @@ except ImportError:  # pragma: no cover - the daemon needs it; modules do not
 
 LOG = logging.getLogger("ovn4nfv.services")
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+UNSEEN = object()       # a switch whose physnet this watch has not seen yet
 
 
 def _key(meta):
@@ -177,13 +178,20 @@ class Services:
     def switch_changed(self, event, row):
         """A network's switch came, went or changed: one that became a
         provider network, or an overlay again, changes which switches take
-        every Service's VIP (and whether a Service on it is served)."""
-        physnet = None if event == "delete" else (getattr(row, "external_ids", None) or {}).get(K_PHYSNET, "")
+        every Service's VIP (and whether a Service on it is served); a new
+        network takes them. The switches are learnt as they change (the
+        NB's first load comes before this listener): the first change seen
+        of a network's switch plans every Service again, once, since what it
+        was is not known."""
+        ids = getattr(row, "external_ids", None) or {}
+        if not ids.get(NETWORK_KEY):
+            return          # a gateway's or the join switch
+        physnet = None if event == "delete" else ids.get(K_PHYSNET, "")
         with self.lock:
-            before = self.physnets.pop(row.name, None)
+            before = self.physnets.pop(row.name, UNSEEN)
             if physnet is not None:
                 self.physnets[row.name] = physnet
-        if before is not None and physnet is not None and before != physnet:
+        if event == "create" or before is UNSEEN or (physnet is not None and before != physnet):
             self.requeue_all()
 
     def requeue_all(self):

@@ -209,11 +209,15 @@ def audit_physnets(view, node):
         for physnet, bridge in parse_bridge_mappings(row.external_ids.get(MAPPINGS)):
             found = view.lookup("Bridge", bridge)
             nics = [] if found is None or isinstance(found, list) else [
-                iface.name for port, iface in _interfaces(view, bridge) if iface.type in ("", "system")]
-            if found is None or not nics:
+                iface for port, iface in _interfaces(view, bridge) if iface.type in ("", "system")]
+            # a NIC whose device is gone keeps its port, with no number and an error
+            working = [iface for iface in nics if _first(iface.ofport) not in (None, -1) and not _first(iface.error)]
+            if found is None or not working:
+                why = "does not exist" if found is None else "holds no working NIC%s" % (
+                    "" if not nics else " (%s)" % ", ".join("%s: %s" % (i.name, _first(i.error) or "no port number")
+                                                            for i in nics))
                 out.append(finding(UNWIRED, "error", "ovs", [physnet], "%s: physical network %s maps to bridge %s, "
-                                   "which %s: its frames go nowhere" % (
-                                       node, physnet, bridge, "does not exist" if found is None else "holds no NIC")))
+                                   "which %s: its frames go nowhere" % (node, physnet, bridge, why)))
     return out
 
 
