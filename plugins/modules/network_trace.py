@@ -21,9 +21,9 @@ description:
   - A trace follows logical flows only. A link that traces V(delivered) but carries nothing is broken
     below OVN (a tunnel, a node's Open vSwitch, a veth); RV(where) names the chassis the destination
     port is bound on.
-  - On a provider network (no router: its gateway is the fabric's), a packet for an address no port of
-    it holds is addressed to a stand-in MAC for the fabric's router and traced out of its localnet port
-    (V(delivered) to the localnet port). Whatever happens beyond it is the fabric's.
+  - A provider network has no router, since its gateway is the fabric's. There, a packet for an address
+    no port of it holds is addressed to a stand-in MAC for the fabric's router and traced out of its
+    localnet port (V(delivered) to the localnet port). Whatever happens beyond it is the fabric's.
   - Run it where the southbound database and C(ovn-trace) are, the central. It writes nothing.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
