@@ -195,4 +195,3 @@ def test_a_packet_from_a_provider_network_leaves_through_its_localnet_port(sandb
         assert r[case]["verdict"] == "delivered", r[case]
         assert r[case]["where"] == "to localnet port lnet-prov-v100 on prov-v100", r[case]
     assert r["pod"]["verdict"] == "delivered" and r["pod"]["where"] == "to port provider_prov-w2_eth0 on prov-v100"
-
