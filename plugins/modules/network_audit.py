@@ -62,7 +62,9 @@ description:
     together (older than northd and not pinned, an error; pinned and waiting, or newer than OVN's
     rolling upgrade span, a warning), reported only; V(provider_bridge_unwired), a physical network
     this node maps (C(ovn-bridge-mappings)) to a bridge that does not exist or holds no NIC, reported
-    only (the mend is the C(ovn_controller) role's C(ovn_controller_physnets), or the gateway's).
+    only (the mend is the C(ovn_controller) role's C(ovn_controller_physnets), or the gateway's);
+    V(provider_mtu_mismatch), a mapped physical network's NIC whose MTU is less than its provider
+    networks need (O(physnet_mtus)), reported only.
     The tunnel and version classes look at this host, so they run only against the local database.
   - C(playbooks/audit.yml) runs the cluster audit on the first central member, then every node's.
 author:
@@ -101,6 +103,11 @@ options:
     description:
       - With O(layer=node), each logical port's network MTU, for the networks that set one
         (RV(port_mtus) of the cluster run). Without it the MTU class is skipped.
+    type: dict
+  physnet_mtus:
+    description:
+      - With O(layer=node), the MTU each physical network's NIC must carry, the largest of its provider
+        networks' (RV(physnet_mtus) of the cluster run). Without it the provider MTU class is skipped.
     type: dict
   northd_version:
     description:
@@ -164,6 +171,7 @@ EXAMPLES = r"""
     known_ports: "{{ audit.ports }}"
     live_pods: "{{ audit.live_pods }}"
     port_mtus: "{{ audit.port_mtus }}"
+    physnet_mtus: "{{ audit.physnet_mtus }}"
     northd_version: "{{ audit.northd_version }}"
     state: repaired
 """
@@ -201,6 +209,12 @@ port_mtus:
   returned: always
   type: dict
   sample: {"default_web_net0": 1400}
+physnet_mtus:
+  description: With O(layer=cluster), the MTU each physical network's NIC must carry (the largest of
+    its provider networks'), for the nodes' audit.
+  returned: always
+  type: dict
+  sample: {"physnet-ext": 1500}
 northd_version:
   description: With O(layer=cluster) and the southbound, C(ovn-northd)'s version as it writes it
     (C(SB_Global) C(options:northd_internal_version)), for the nodes' audit; null before northd wrote it.
@@ -246,6 +260,7 @@ def main():
         known_ports=dict(type="list", elements="str"),
         live_pods=dict(type="list", elements="str"),
         port_mtus=dict(type="dict"),
+        physnet_mtus=dict(type="dict"),
         northd_version=dict(type="str"),
         ovn_rundir=dict(type="path", default="/var/run/ovn"),
         node=dict(type="str"),

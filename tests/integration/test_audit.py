@@ -239,7 +239,8 @@ def test_network_audit_on_a_node(sandbox, collections_path):
     [fine] = [i for i in box.rows("ovs", "Interface") if i["name"] == "fine"]
     assert fine["mtu_request"] == 1400 and fine["mtu"] == 1400, "asked of OVS, and OVS set it"
     # not this host's database: the tunnel class looks at this host's links, so it is not looked at
-    assert r["unknown"]["skipped"] == ["stray_interface", "mtu_mismatch", "tunnel_down", "version_skew"]
+    assert r["unknown"]["skipped"] == ["stray_interface", "mtu_mismatch", "tunnel_down", "version_skew",
+                                       "provider_mtu_mismatch"]
     assert r["unknown"]["findings"] == []
 
 
@@ -279,6 +280,8 @@ def test_a_chassis_without_a_provider_network_s_physnet_is_found(sandbox, collec
     assert "chassis worker1 binds default_a_net0 of provider network prov-v100 but does not map its physical " \
            "network physnet-ext (ovn-bridge-mappings: none)" in found[0]["message"]
     assert not [f for f in r["after"]["findings"] if f["class"] == "provider_mapping_missing"]
+    # handed down to the nodes' audit: the MTU each physnet's NIC must carry (1500: the network sets none)
+    assert r["found"]["physnet_mtus"] == {"physnet-ext": 1500}
 
 
 def test_a_mapped_physnet_whose_bridge_is_missing_or_holds_no_nic_is_found(sandbox, collections_path):
@@ -295,10 +298,13 @@ def test_a_mapped_physnet_whose_bridge_is_missing_or_holds_no_nic_is_found(sandb
               "options:peer=patch-from-bare")
     box.vsctl("add-br", "br-nic", "--", "set", "bridge", "br-nic", "datapath_type=netdev",
               "--", "add-port", "br-nic", "nic0")
+    node = {"layer": "node", "node": "worker1", "db": box.ovs_db}
     r, proc = run_playbook(collections_path, [
-        {"name": "node", "ovn4nfv.k8s.network_audit": {"layer": "node", "node": "worker1", "db": box.ovs_db}},
-        {"name": "repair", "ovn4nfv.k8s.network_audit": {"layer": "node", "node": "worker1", "db": box.ovs_db,
-                                                         "state": "repaired"}}])
+        {"name": "node", "ovn4nfv.k8s.network_audit": node},
+        {"name": "repair", "ovn4nfv.k8s.network_audit": dict(node, state="repaired")},
+        # the NIC's MTU against what its provider networks need (handed down by the cluster run)
+        {"name": "jumbo", "ovn4nfv.k8s.network_audit": dict(node, physnet_mtus={"physnet-c": 9000})},
+        {"name": "fits", "ovn4nfv.k8s.network_audit": dict(node, physnet_mtus={"physnet-c": 1500})}])
     assert proc.returncode == 0, proc.stdout[-4000:]
     found = [f for f in r["node"]["findings"] if f["class"] == "provider_bridge_unwired"]
     assert [(f["objects"], f["severity"], f["repair"]) for f in found] == [
@@ -306,3 +312,8 @@ def test_a_mapped_physnet_whose_bridge_is_missing_or_holds_no_nic_is_found(sandb
     assert "physical network physnet-a maps to bridge br-none, which does not exist" in found[0]["message"]
     assert "bridge br-bare, which holds no working NIC: its frames" in found[1]["message"]
     assert r["repair"]["changed"] is False
+    assert "provider_mtu_mismatch" in r["node"]["skipped"]
+    [short] = [f for f in r["jumbo"]["findings"] if f["class"] == "provider_mtu_mismatch"]
+    assert short["objects"] == ["physnet-c"] and short["repair"] is None
+    assert "NIC nic0 of physical network physnet-c has MTU 1500, less than the 9000" in short["message"]
+    assert not [f for f in r["fits"]["findings"] if f["class"] == "provider_mtu_mismatch"]

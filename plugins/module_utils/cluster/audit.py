@@ -409,6 +409,6 @@ def audit_result(findings, skipped, ports, live_pods, repair, left, handed=None)
     result = dict(changed=bool(repair and repair.changed), findings=findings, skipped=skipped,
                   lines=lines(findings, skipped), ports=ports, live_pods=live_pods, left=left,
                   repaired=repair.operations() if repair is not None and repair.changed else [],
-                  port_mtus={}, northd_version=None)
+                  port_mtus={}, northd_version=None, physnet_mtus={})
     result.update(handed or {})
     return result

@@ -21,7 +21,7 @@ import json
 from ..common.errors import Ovn4nfvError
 from ..ovsdb.connection import DEFAULT_NB_DB
 from ..ovsdb.task_databases import nb_and_sb, read_both
-from . import audit, raft, vms
+from . import audit, provider_audit, raft, vms
 
 
 def api_pods_and_nodes(kubeconfig):
@@ -81,12 +81,12 @@ def run_cluster_audit(params, check_mode=False):
     with nb_and_sb(params, audit.NB_TABLES, audit.SB_TABLES) as (nb, sb):
         def found(nb_view, sb_view):
             handed = (sorted(row.name for row in nb_view.rows("Logical_Switch_Port")), audit.port_mtus(nb_view),
-                      audit.northd_version(sb_view))
+                      audit.northd_version(sb_view), provider_audit.physnet_mtus(nb_view))
             return audit.audit(nb_view, sb_view, pods, nodes) + handed
         repairs = [(nb, lambda view, found_: audit.plan_repair(view, found_, pods))]
         repairs += [(sb, audit.plan_sb_repair)] if sb is not None else []
-        (findings, skipped, ports, mtus, northd), repair, left = audit.audit_and_mend(
+        (findings, skipped, ports, mtus, northd, physnets), repair, left = audit.audit_and_mend(
             lambda: read_both(nb, sb, found), repairs, params["state"], write)
     live_pods = sorted(pod["uid"] for pod in pods if not pod.get("vm")) if pods is not None else None
     return audit.audit_result(findings + members, skipped, ports, live_pods, repair, left + members,
-                              dict(port_mtus=mtus, northd_version=northd))
+                              dict(port_mtus=mtus, northd_version=northd, physnet_mtus=physnets))

@@ -15,11 +15,24 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ..common.marks import K_PHYSNET, NETWORK_KEY
+from ..common.marks import K_MTU, K_PHYSNET, NETWORK_KEY
 from ..resources.ovs import MAPPINGS, parse_bridge_mappings
 
 PROVIDER_MAPPING = "provider_mapping_missing"
 CLASSES = (PROVIDER_MAPPING,)
+DEFAULT_MTU = 1500          # a provider network that sets no MTU: Ethernet's
+
+
+def physnet_mtus(nb):
+    """``{physnet: the largest MTU of the provider networks on it}`` (1500
+    for one that sets none), for the nodes' audit: the NIC of each must
+    carry it."""
+    out = {}
+    for row in nb.rows("Logical_Switch"):
+        if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_PHYSNET):
+            mtu = int(row.external_ids.get(K_MTU) or DEFAULT_MTU)
+            out[row.external_ids[K_PHYSNET]] = max(mtu, out.get(row.external_ids[K_PHYSNET], 0))
+    return out
 
 
 def chassis_mappings(row):

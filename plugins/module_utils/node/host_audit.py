@@ -22,6 +22,10 @@ against the devices that exist.
   (``ovn-bridge-mappings``: a provider network's, a gateway's) to a bridge
   that does not exist or holds no NIC: its frames go nowhere; reported
   only, the mend is the role's (``ovn_controller_physnets``, the gateway);
+* ``provider_mtu_mismatch``: a mapped physical network's NIC whose MTU is
+  less than the largest of its provider networks' (handed down by the
+  cluster's audit): full-size frames are dropped on the wire; reported
+  only (jumbo frames need every hop);
 * ``version_skew``: the node's ``ovn-controller`` and the central's
   ``ovn-northd`` (handed down by the cluster's audit) are releases OVN's
   upgrade rules say must not run together (:mod:`..cluster.releases`);
@@ -56,6 +60,7 @@ MTU = "mtu_mismatch"
 TUNNEL = "tunnel_down"
 VERSION = "version_skew"
 UNWIRED = "provider_bridge_unwired"
+PHYSNET_MTU = "provider_mtu_mismatch"
 PIN_KEY = "ovn-match-northd-version"
 IFF_UP = 0x1
 
@@ -200,10 +205,11 @@ def audit_node(view, node, known_ports=None, bridge="br-int", devices=None, live
     return out
 
 
-def audit_physnets(view, node):
+def audit_physnets(view, node, physnet_mtus=None):
     """Each mapped physical network's bridge exists and holds a NIC (a
     port of a system device: not the bridge's own interface, not a patch
-    port ovn-controller made)."""
+    port ovn-controller made); with ``physnet_mtus`` (``{physnet: MTU its
+    networks need}``), the NIC carries that MTU."""
     out = []
     for row in view.rows("Open_vSwitch"):
         for physnet, bridge in parse_bridge_mappings(row.external_ids.get(MAPPINGS)):
@@ -218,6 +224,13 @@ def audit_physnets(view, node):
                                                             for i in nics))
                 out.append(finding(UNWIRED, "error", "ovs", [physnet], "%s: physical network %s maps to bridge %s, "
                                    "which %s: its frames go nowhere" % (node, physnet, bridge, why)))
+                continue
+            needed = (physnet_mtus or {}).get(physnet)
+            short = [iface for iface in working if needed and _first(iface.mtu) and _first(iface.mtu) < int(needed)]
+            for iface in short:
+                out.append(finding(PHYSNET_MTU, "error", "ovs", [physnet], "%s: NIC %s of physical network %s has "
+                                   "MTU %s, less than the %s its provider networks need" % (
+                                       node, iface.name, physnet, _first(iface.mtu), needed)))
     return out
 
 
@@ -267,6 +280,7 @@ def run_host_audit(params, check_mode=False):
     params = dict(params, db=params["db"] or DEFAULT_OVS_DB)
     write = params["state"] == "repaired" and not check_mode
     node, bridge, mtus = params["node"] or socket.gethostname(), params["bridge"], params["port_mtus"]
+    physnet_mtus = params.get("physnet_mtus")
     with opened(params, TABLES, OVS_SCHEMA) as ovs:
         devices = set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") and \
             params["db"] == DEFAULT_OVS_DB else None     # this host's devices are the database's
@@ -279,7 +293,7 @@ def run_host_audit(params, check_mode=False):
             links = encap_links(encap_ips(view)) if devices is not None else []
             ours = set(iface.name for iface in view.rows("Interface"))
             found += audit_versions(view, node, params["northd_version"], running) if versions else []
-            found += audit_physnets(view, node)
+            found += audit_physnets(view, node, physnet_mtus)
             return (found + audit_tunnels(node, links, ours),)
         (findings,), repair, left = audit_and_mend(lambda: ovs.read(read), [
             (ovs, lambda view, found: plan_node_repair(view, found, bridge, mtus)),
@@ -288,5 +302,6 @@ def run_host_audit(params, check_mode=False):
             params["state"], write, settle=lambda: ovs.wait_for(lambda idl: mtus_applied(View(idl), bridge),
                                                                 ovs.timeout))
     skipped = ([] if params["known_ports"] is not None else [STRAY]) + ([] if mtus is not None else [MTU]) + \
-        ([] if devices is not None else [TUNNEL]) + ([] if versions else [VERSION])
+        ([] if devices is not None else [TUNNEL]) + ([] if versions else [VERSION]) + \
+        ([] if physnet_mtus is not None else [PHYSNET_MTU])
     return audit_result(findings, skipped, [], [], repair, left)
