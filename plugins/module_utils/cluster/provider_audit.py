@@ -15,8 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ..common.marks import K_MTU, K_PHYSNET, NETWORK_KEY
 from ..resources.ovs import MAPPINGS, parse_bridge_mappings
+from . import networks as vn
 
 PROVIDER_MAPPING = "provider_mapping_missing"
 CLASSES = (PROVIDER_MAPPING,)
@@ -28,10 +28,9 @@ def physnet_mtus(nb):
     for one that sets none), for the nodes' audit: the NIC of each must
     carry it."""
     out = {}
-    for row in nb.rows("Logical_Switch"):
-        if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_PHYSNET):
-            mtu = int(row.external_ids.get(K_MTU) or DEFAULT_MTU)
-            out[row.external_ids[K_PHYSNET]] = max(mtu, out.get(row.external_ids[K_PHYSNET], 0))
+    for network in vn.read_network_settings(nb).values():
+        if network.physnet:
+            out[network.physnet] = max(int(network.mtu or DEFAULT_MTU), out.get(network.physnet, 0))
     return out
 
 
@@ -44,8 +43,8 @@ def chassis_mappings(row):
 def audit_provider_mappings(nb, sb, finding):
     """A finding per (chassis, provider network) whose bound ports the
     chassis cannot carry, naming the ports."""
-    physnets = dict((row.name, row.external_ids[K_PHYSNET]) for row in nb.rows("Logical_Switch")
-                    if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_PHYSNET))
+    physnets = dict((name, network.physnet) for name, network in vn.read_network_settings(nb).items()
+                    if network.physnet)
     network_of = dict((port.name, row.name) for row in nb.rows("Logical_Switch") if row.name in physnets
                       for port in row.ports if port.type == "")
     missing = {}
