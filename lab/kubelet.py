@@ -25,6 +25,9 @@ sandbox and network namespace and calls the CNI plugin itself.
                                            start; one registered is kept
     kubelet.py service SERVICE_JSON        create a Service (as kubectl
                                            would); one that exists is kept
+    kubelet.py events POD REASON           the messages of the pod's Events of
+                                           REASON (about this pod, by its UID),
+                                           once there is one, or none after 10 s
     kubelet.py policies SPEC_JSON          make namespaces (with labels) and
                                            MultiNetworkPolicies as a tenant's
                                            kubectl would: each created, or,
@@ -54,6 +57,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -241,6 +245,21 @@ def vanish(runtime, sandbox_id):
         os.unlink(path)
 
 
+def events(ref, reason, seconds=10):
+    """The messages of the pod ``ref``'s Events of ``reason`` (the pod of
+    this UID: an earlier pod of the name had its own), once there is one, or
+    none after ``seconds``: whoever posts them does so on its own time."""
+    namespace, name = pod_ref(ref)
+    uid = api("GET", "/api/v1/namespaces/%s/pods/%s" % (namespace, name))["metadata"]["uid"]
+    deadline = time.monotonic() + seconds
+    while True:
+        found = [e.get("message", "") for e in api("GET", "/api/v1/namespaces/%s/events" % namespace)["items"]
+                 if e.get("reason") == reason and (e.get("involvedObject") or {}).get("uid") == uid]
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.2)
+
+
 def register(address):
     name = socket.gethostname()
     try:
@@ -426,6 +445,8 @@ def main(argv):
         result = delete(argv[2])
     elif argv[1] == "vanish":
         result = delete(argv[2], cni_del=False)
+    elif argv[1] == "events" and len(argv) == 4:
+        result = events(argv[2], argv[3])
     elif argv[1] == "register":
         result = register(argv[2])
     elif argv[1] == "service":

@@ -17,7 +17,8 @@ matrix. The rows, each read from the fabric or a pod's own namespace:
 * a pod on both provider networks and an overlay reaches all three;
 * a full 1500-byte packet with DF set, tagged, fits;
 * a pod on the master, which maps no ``physnet-ext``, is refused by the node
-  agent naming the physical network, and nothing of it is made.
+  agent naming the physical network, nothing of it is made, and the
+  watcher's ``PhysicalNetworkMissing`` Event on it names the network too.
 
 Prints the rows and, last, ``providers: provider_ok=<n>/<n>``.
 """
@@ -30,6 +31,7 @@ from lab.workload import kubelet
 
 FABRIC_BRIDGE = "br-fabric"
 REFUSED_POD = "prov-m"
+MISSING_EVENT = "PhysicalNetworkMissing"
 
 
 def _row(ok, text):
@@ -82,12 +84,17 @@ def _refused(session):
     try:
         made = exec_in(name, "ovs-vsctl", "--bare", "--columns=name", "find", "interface",
                        "external_ids:ovn4nfv-pod-name=%s" % REFUSED_POD, check=False).stdout.split()
+        # the watcher's word on the pod, in the API
+        told = [m for m in kubelet(session, master, "events", "%s/%s" % (PROVIDER_NAMESPACE, REFUSED_POD),
+                                   MISSING_EVENT) if "physnet-ext" in m]
     finally:
         kubelet(session, master, "delete", "%s/%s" % (PROVIDER_NAMESPACE, REFUSED_POD))
     said = "physnet-ext" in done.stderr and "does not map" in done.stderr
-    return _row(done.returncode != 0 and said and not made, "%s on %s (no physnet-ext there): %s" % (
-        REFUSED_POD, master, "refused naming physnet-ext, nothing made" if done.returncode and said and not made
-        else "exit %d, OVS ports %s, said: %s" % (done.returncode, made, done.stderr.strip()[-300:])))
+    ok = done.returncode != 0 and said and not made and told
+    return _row(ok, "%s on %s (no physnet-ext there): %s" % (
+        REFUSED_POD, master, "refused naming physnet-ext, nothing made, a %s Event" % MISSING_EVENT if ok
+        else "exit %d, OVS ports %s, %s Events %s, said: %s" % (
+            done.returncode, made, MISSING_EVENT, told, done.stderr.strip()[-300:])))
 
 
 def check(session):

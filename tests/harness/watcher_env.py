@@ -39,9 +39,10 @@ def ovn_network(*entries, **extra):
 class Cluster:
     """NB + northd, the API stand-in, and the watcher process."""
 
-    def __init__(self, tmp, collections, networks=None, workers=2, api=None, box=None, **settings):
+    def __init__(self, tmp, collections, networks=None, workers=2, api=None, box=None, sb=False, **settings):
         """A watcher against ``api`` and ``box``'s NB when given (they stay
-        the caller's to stop), else against its own."""
+        the caller's to stop), else against its own; with ``sb``, it reads
+        the chassis from the box's SB too."""
         self.collections = collections
         self.owned = (api is None, box is None)
         self.box = box if box is not None else Sandbox(ovs=False)
@@ -61,7 +62,7 @@ class Cluster:
                 json.dump(dict({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "watcher-kubeconfig"), WATCHER),
                                 "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
                                 "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1},
-                               **settings), handle)
+                               **dict({"sb_db": self.box.sb_db} if sb else {}, **settings)), handle)
             self.log = open(os.path.join(tmp, "watcher.log"), "w+")
             self.start()
         except Exception:

@@ -46,7 +46,7 @@ from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
 from ..ovsdb.view import View, cell
-from . import chain_hops, kube, multus, policy_watch, service_watch, settings as daemon, vm_watch
+from . import chain_hops, kube, multus, physnet_watch, policy_watch, service_watch, settings as daemon, vm_watch
 
 try:
     from kubernetes import client as k8s_client
@@ -78,6 +78,11 @@ class Config(daemon.Settings):
         "private_key": None,
         "certificate": None,
         "ca_cert": None,
+        # the southbound, for the chassis' bridge mappings (PhysicalNetworkMissing); None: not read
+        "sb_db": None,
+        "sb_private_key": None,
+        "sb_certificate": None,
+        "sb_ca_cert": None,
         "default_network": None,       # for pods with only the legacy "ovn" annotation
         "workers": 16,                 # mostly waiting on OVN; more of them batch northd's work
         "batch_size": 64,              # the most pods' plans one NB transaction carries
@@ -96,6 +101,8 @@ class Config(daemon.Settings):
             if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
                 raise ValidationError("watcher config: %s: %r is not a positive number" % (key, getattr(self, key)))
         ovsdb.parse_remote(self.nb_db, "nb_db")
+        if self.sb_db is not None:
+            ovsdb.parse_remote(self.sb_db, "sb_db")
         if not isinstance(self.policies, bool):
             raise ValidationError("watcher config: policies: %r is not true or false" % (self.policies,))
 
@@ -155,17 +162,19 @@ class Watcher:
         self.chains = chain_hops.Chains(self)
         self.policies = policy_watch.Policies(self) if config.policies else None
         self.vms = vm_watch.Vms(self, self.custom)
+        self.physnets = physnet_watch.Physnets(self)
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
         self.stopping.set()
-        self.queue.shutdown()
-        self.services.stop()
-        self.chains.stop()
-        if self.policies:
-            self.policies.stop()
-        self.vms.stop()
+        self._stop_parts()
         self.pod_watch.stop()
+
+    def _stop_parts(self):
+        self.queue.shutdown()
+        for part in (self.services, self.chains, self.policies, self.vms, self.physnets):
+            if part is not None:
+                part.stop()
 
     def connect_nb(self):
         backoff = Backoff(self.config.max_backoff_seconds)
@@ -193,19 +202,14 @@ class Watcher:
         for worker in workers:
             worker.start()
         workers += self.services.start() + self.chains.start() + (self.policies.start() if self.policies else [])
-        workers += self.vms.start()
+        workers += self.vms.start() + self.physnets.start()
         # systemd (Type=notify), and the tests' harness before it stops the
         # watcher: it serves, and SIGTERM now stops it cleanly
         daemon.notify_ready()
         try:
             self.pod_watch.run()
         finally:
-            self.queue.shutdown()
-            self.services.stop()
-            self.chains.stop()
-            if self.policies:
-                self.policies.stop()
-            self.vms.stop()
+            self._stop_parts()
             for worker in workers:
                 worker.join(self.config.ovsdb_timeout * 2)
             self.committer.close()
@@ -230,6 +234,7 @@ class Watcher:
                 self.cache[key] = pod
         self.queue.add(key)
         self.vms.pod_changed(pod, deleted)
+        self.physnets.pod_changed(pod, deleted)
         self.services.pod_changed(pod.metadata.namespace, labels)
         self.chains.pods_changed()
         if self.policies:
@@ -477,7 +482,8 @@ class Watcher:
                 self.policies.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
         said = self.reported.get(key)
         if said:
-            self.reported[key] = dict((r, v) for r, v in said.items() if r == IGNORED)
+            # what is not the pod's ports' to say stays said
+            self.reported[key] = dict((r, v) for r, v in said.items() if r in (IGNORED, physnet_watch.MISSING))
 
     def _forget(self, key):
         self.served_as.pop(key, None)
@@ -535,6 +541,7 @@ class Watcher:
         self.chains.pods_changed()
         if self.policies:
             self.policies.requeue_all()
+        self.physnets.requeue_all()
         LOG.info("resync: %d pods, %d with ports", len(live), len(owned))
         self.listed.set()
         return pods.metadata.resource_version
