@@ -145,29 +145,55 @@ def test_the_baseline_s_selector_peers_follow_pods_and_namespaces(env):
     wait_nb(env, lambda g, s: v4 not in s and v6 not in s)
 
 
+def set_policy_mode(env, network, value):
+    """What virtual_network writes for ``policy_mode``."""
+    with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
+        execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network({"name": network, "policy_mode": value},
+                                                                          "n"))], "merged", "ovn"), write=True)
+
+
+def wait_actions(env, key, wanted):
+    """Block until the ACLs of policy ``key``'s group have the actions ``wanted``."""
+    group = render.policy_group(key)
+    with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, ("Port_Group", "ACL")) as db:
+        def check(idl):
+            rows = [g for g in idl.tables["Port_Group"].rows.values() if g.name == group]
+            return rows and sorted(a.action for a in rows[0].acls) == wanted
+        assert db.wait_for(check, TIMEOUT), "%s's ACLs never became %s:\n%s" % (key, wanted, env.log_text())
+
+
 def test_a_network_s_policy_mode_changed_renders_its_policies_again(env):
     """policy_mode set on net1 (what virtual_network writes): the watcher
     makes web-in's rules stateless, each with its mirror, and stateful again."""
-    group = render.policy_group("tenant-a/web-in")
-
-    def mode(value):
-        with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, audit.NB_TABLES) as db:
-            execute(db, lambda v: vn.plan_networks(v, [("n", vn.check_network({"name": "net1", "policy_mode": value},
-                                                                              "n"))], "merged", "ovn"), write=True)
-
-    def actions(wanted):
-        with ovsdb.Database(env.box.nb_db, ovsdb.NB_SCHEMA, ("Port_Group", "ACL")) as db:
-            def check(idl):
-                rows = [g for g in idl.tables["Port_Group"].rows.values() if g.name == group]
-                return rows and sorted(a.action for a in rows[0].acls) == wanted
-            assert db.wait_for(check, TIMEOUT), "web-in's ACLs never became %s:\n%s" % (wanted, env.log_text())
-    actions(["allow-related"])
-    mode("stateless")
+    wait_actions(env, "tenant-a/web-in", ["allow-related"])
+    set_policy_mode(env, "net1", "stateless")
     try:
-        actions(["allow-stateless", "allow-stateless"])
+        wait_actions(env, "tenant-a/web-in", ["allow-stateless", "allow-stateless"])
     finally:
-        mode("stateful")
-    actions(["allow-related"])
+        set_policy_mode(env, "net1", "stateful")
+    wait_actions(env, "tenant-a/web-in", ["allow-related"])
+
+
+def test_a_policy_mode_changed_after_a_restart_renders_its_policies_again(env):
+    """The first change of net1's policy_mode the restarted watcher sees
+    (it knew nothing of the switch's mode before) renders web-in again: it
+    does not wait for the periodic resync."""
+    wait_actions(env, "tenant-a/web-in", ["allow-related"])
+    assert env.terminate() == 0
+    env.start()
+    assert env.wait_ready(TIMEOUT)
+    # one worker serves the policies' queue in turn: once a policy created
+    # now is served, what the restart queued (web-in among it) was served
+    policy(env, "zz-cold", {"podSelector": {}, "ingress": []})
+    wait_nb(env, lambda g, s: render.policy_group("tenant-a/zz-cold") in g)
+    set_policy_mode(env, "net1", "stateless")
+    try:
+        wait_actions(env, "tenant-a/web-in", ["allow-stateless", "allow-stateless"])
+    finally:
+        set_policy_mode(env, "net1", "stateful")
+        env.api.delete_policy("tenant-a", "zz-cold")
+    wait_actions(env, "tenant-a/web-in", ["allow-related"])
+    wait_nb(env, lambda g, s: render.policy_group("tenant-a/zz-cold") not in g)
 
 
 def test_a_network_named_by_its_attachment(env):

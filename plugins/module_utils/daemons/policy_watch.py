@@ -38,6 +38,7 @@ from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
 from . import kube
+from .switch_marks import SwitchMarks
 
 LOG = logging.getLogger("ovn4nfv.policies")
 
@@ -85,7 +86,7 @@ class Policies:
         self.namespaces = {}        # name -> labels
         self.reported = {}          # key -> {(uid, generation, reason, message)} said
         self.namespaces_listed = threading.Event()
-        self.modes = {}             # switch -> its policy_mode, as last seen in the NB
+        self.modes = SwitchMarks(K_POLICY_MODE)     # each network's policy_mode, as last seen in the NB
         stopping = watcher.stopping
         self.watches = [
             kube.ListWatch("multi-networkpolicies", None, self.relist_policies, self._list_policies,
@@ -174,15 +175,11 @@ class Policies:
 
     def switch_changed(self, event, row):
         """A switch came, went or changed in the NB: when a network's
-        ``policy_mode`` changed, its policies are rendered again."""
-        mode = None if event == "delete" else (getattr(row, "external_ids", None) or {}).get(K_POLICY_MODE, "")
-        with self.lock:
-            before = self.modes.get(row.name)
-            if mode is None:
-                self.modes.pop(row.name, None)
-            else:
-                self.modes[row.name] = mode
-        if before is not None and mode is not None and before != mode:
+        ``policy_mode`` changed, its policies are rendered again, and when
+        a network came (a policy naming it may resolve now). The first
+        change seen of a network's switch renders them all again, once: its
+        mode before is not known (:mod:`.switch_marks`)."""
+        if self.modes.changed(event, row):
             self.requeue_all()
 
     def baseline_changed(self):

@@ -24,11 +24,12 @@ import threading
 
 from ..cluster import services
 from ..common.errors import Ovn4nfvError, ValidationError
-from ..common.marks import K_PHYSNET, NETWORK_KEY
+from ..common.marks import K_PHYSNET
 from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View
 from . import kube
+from .switch_marks import SwitchMarks
 
 try:
     from kubernetes import client as k8s_client
@@ -37,7 +38,6 @@ except ImportError:  # pragma: no cover - the daemon needs it; modules do not
 
 LOG = logging.getLogger("ovn4nfv.services")
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-UNSEEN = object()       # a switch whose physnet this watch has not seen yet
 
 
 def _key(meta):
@@ -98,7 +98,7 @@ class Services:
         self.services = {}          # key -> (V1Service, services.Service)
         self.slices = {}            # (namespace, slice name) -> (service key, [Endpoint])
         self.reported = {}          # key -> (uid, reason, message) last said
-        self.physnets = {}          # network switch -> its physnet ("" for an overlay), as last seen
+        self.physnets = SwitchMarks(K_PHYSNET)      # each network's physnet ("" for an overlay), as last seen
         stopping = watcher.stopping
         self.watches = [
             kube.ListWatch("services", "V1Service", self.relist_services,
@@ -179,19 +179,9 @@ class Services:
         """A network's switch came, went or changed: one that became a
         provider network, or an overlay again, changes which switches take
         every Service's VIP (and whether a Service on it is served); a new
-        network takes them. The switches are learnt as they change (the
-        NB's first load comes before this listener): the first change seen
-        of a network's switch plans every Service again, once, since what it
-        was is not known."""
-        ids = getattr(row, "external_ids", None) or {}
-        if not ids.get(NETWORK_KEY):
-            return          # a gateway's or the join switch
-        physnet = None if event == "delete" else ids.get(K_PHYSNET, "")
-        with self.lock:
-            before = self.physnets.pop(row.name, UNSEEN)
-            if physnet is not None:
-                self.physnets[row.name] = physnet
-        if event == "create" or before is UNSEEN or (physnet is not None and before != physnet):
+        network takes them. The first change seen of a network's switch
+        plans every Service again, once (:mod:`.switch_marks`)."""
+        if self.physnets.changed(event, row):
             self.requeue_all()
 
     def requeue_all(self):
