@@ -341,6 +341,13 @@ def select_entries(entries, ifname, per_attachment):
     return chosen
 
 
+def devices(entries):
+    """The entries the node makes a device for: not a trunk's VLANs
+    (``parent``), which ride their trunk's interface tagged, each OVN's
+    nested port; the pod's own datapath (or its VLAN device) carries them."""
+    return [entry for entry in entries if not entry.get("parent")]
+
+
 def result(version, entries, sandbox, host_interfaces=None, ifname=None):
     """The CNI result for ``entries`` (``ovnIfaceList`` form), in the result
     format of ``version``: IPs point at their interface by index; the

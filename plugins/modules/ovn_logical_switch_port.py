@@ -58,8 +58,15 @@ options:
         type: dict
       tag:
         description:
-          - VLAN of a V(localnet) port, 1-4095.
+          - VLAN of a V(localnet) port, 1-4095; of a nested port (O(config[].parent_name)), the VLAN its
+            frames carry on its parent's interface.
         type: int
+      parent_name:
+        description:
+          - Makes this a nested port (OVN's container port), for example a VLAN of a VNF's trunk interface.
+          - Its frames ride the interface of the port named here, tagged with O(config[].tag); the port
+            itself may sit on another switch.
+        type: str
       external_ids:
         description:
           - C(external_ids) keys.
@@ -155,6 +162,7 @@ OPTIONS = dict(
     type=dict(type="str", choices=["normal", "router", "localnet"]),
     options=dict(type="dict"),
     tag=dict(type="int"),
+    parent_name=dict(type="str"),
     external_ids=dict(type="dict"),
 )
 

@@ -829,3 +829,77 @@ def test_a_vm_s_launchers_attach_the_vm_s_port_one_after_another(env):
         code, out, _err = env.cni("DEL", name, netns, "ctr-vm-%d" % attempt)
         assert code == 0, out
     assert (told[0]["mac_address"], told[0]["ip_address"]) == (told[1]["mac_address"], told[1]["ip_address"])
+
+
+def _listen(netns, iface, *stops):
+    """frames.py listening in ``netns`` (bounded: 20 s), once it is ready."""
+    proc = subprocess.Popen(["ip", "netns", "exec", ns_name(netns), "python3", FRAMES, "listen", iface, "20"] +
+                            list(stops), stdout=subprocess.PIPE, universal_newlines=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _heard(proc):
+    try:
+        out, _err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_a_trunk_carries_its_vlans_as_ovn_nested_ports(env):
+    """A VNF's trunk (issue 35): ``trunk0`` on net1, and net2 as VLAN 10 on
+    it. The node makes one interface; the VLAN is OVN's nested port (its
+    own address, port security and switch), which the VNF reaches by
+    tagging its frames 10. An untagged frame is net1's; a frame tagged 10
+    with the VLAN's own addresses reaches a pod of net2, one with another
+    address or another VID does not; net2's answer comes back tagged 10."""
+    trunk = env.pod("tr", {"name": "net1", "interface": "trunk0", "vlans": [{"name": "net2", "vlan": 10}]})
+    peer = env.pod("tp", {"name": "net2", "interface": "net0"})
+    code, result, err = env.cni("ADD", "tr", trunk, "ctr-tr")
+    assert code == 0, (result, err, env.log_text())
+    assert [i["name"] for i in result["interfaces"] if i.get("sandbox")] == ["trunk0"]
+    assert _pod_links(trunk) == ["lo", "trunk0"], "no device for the VLAN: the pod's datapath tags its frames"
+    code, peer_result, err = env.cni("ADD", "tp", peer, "ctr-tp")
+    assert code == 0, (peer_result, err, env.log_text())
+    listed = ann.parse_iface_list(env.api.pod("default", "tr")["metadata"]["annotations"][ann.IFACE_LIST])
+    child = next(e for e in listed if e["interface"] == "trunk0.10")
+    assert (child["parent"], child["vlan"]) == ("trunk0", 10) and child["ip_address"].startswith("172.16.2.")
+    binding = env.node.box.sbctl("--bare", "--columns=parent_port,tag", "find", "port_binding",
+                                 "logical_port=default_tr_trunk0.10").split()
+    assert binding == ["default_tr_trunk0", "10"], binding
+    env.node.wait_hv()
+    mine = dict(mac=child["mac_address"], ip=child["ip_address"].split("/")[0])
+    theirs = dict(mac=next(i["mac"] for i in peer_result["interfaces"] if i.get("sandbox")),
+                  ip=peer_result["ips"][0]["address"].split("/")[0])
+    assert ping(trunk, "172.16.1.1"), "untagged, the trunk is net1's interface: its gateway answers"
+
+    listener = _listen(peer, "net0", "vlan10", "sentinel")
+    frame = dict(kind="udp", src_mac=mine["mac"], dst_mac=theirs["mac"], src_ip=mine["ip"], dst_ip=theirs["ip"])
+    ip("python3", FRAMES, "send", "trunk0", json.dumps([
+        dict(frame, payload="vlan10", vlan=10), dict(frame, payload="wrong-vid", vlan=11),
+        dict(frame, payload="wrong-ip", vlan=10, src_ip="172.16.2.250"),
+        dict(frame, payload="sentinel", vlan=10)]), netns=trunk)
+    payloads = [f.get("payload") for f in _heard(listener)]
+    assert "vlan10" in payloads and "sentinel" in payloads, payloads
+    assert "wrong-vid" not in payloads and "wrong-ip" not in payloads, payloads
+
+    listener = _listen(trunk, "trunk0", "back")
+    ip("python3", FRAMES, "send", "net0", json.dumps([dict(
+        kind="udp", src_mac=theirs["mac"], dst_mac=mine["mac"], src_ip=theirs["ip"], dst_ip=mine["ip"],
+        payload="back")]), netns=peer)
+    back = [f for f in _heard(listener) if f.get("payload") == "back"]
+    assert back and back[0].get("vlan") == 10, back
+    code, out, _err = env.cni("CHECK", "tr", trunk, "ctr-tr", prevResult=result)
+    assert code == 0, out
+
+    # a list that calls the VLAN a plain interface (for a veth of its own) is not what OVN holds
+    assert env.cni("DEL", "tr", trunk, "ctr-tr")[0] == 0
+    forged = [dict((k, v) for k, v in e.items() if k not in ("parent", "vlan")) for e in listed]
+    env.api.set_annotations("default", "tr", ann.output_annotations(forged))
+    before = env.node_links()
+    code, out, _err = env.cni("ADD", "tr", trunk, "ctr-tr")
+    assert code == 1 and out["code"] == 104 and "VLAN 10 of default_tr_trunk0" in out["msg"], out
+    _nothing_made(env, trunk, before, "tr")

@@ -7,7 +7,11 @@ Run inside a pod's namespace (``ip netns exec``):
         exits once every STOP_PAYLOAD has arrived (or TIMEOUT passed)
     python3 frames.py send IFACE JSON
         sends the frames JSON describes, in order:
-        [{"kind": "udp"|"arp", "src_mac", "dst_mac", "src_ip", "dst_ip", "payload"}]
+        [{"kind": "udp"|"arp", "src_mac", "dst_mac", "src_ip", "dst_ip", "payload", "vlan"?}]
+        ("vlan": an 802.1Q tag with that VID, as a trunk's VNF writes it)
+
+A frame seen carries its VLAN (``"vlan"``), whether the kernel left the tag
+in the frame or took it into the socket's auxiliary data (veths do).
 
 Only the standard library: it runs with the system's python3.
 """
@@ -22,6 +26,11 @@ import time
 ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
 ETH_P_ARP = 0x0806
+ETH_P_8021Q = 0x8100
+SOL_PACKET, PACKET_AUXDATA = 263, 8
+TP_STATUS_VLAN_VALID = 1 << 4
+# struct tpacket_auxdata: status, len, snaplen, mac, net, vlan_tci, vlan_tpid
+AUXDATA = struct.Struct("IIIHHHH")
 
 
 def mac_bytes(text):
@@ -55,7 +64,23 @@ def arp_frame(src_mac, dst_mac, src_ip, dst_ip, payload=None):
     return mac_bytes(dst_mac) + mac_bytes(src_mac) + struct.pack("!H", ETH_P_ARP) + arp
 
 
-def parse(frame):
+def tagged(frame, vlan):
+    """``frame`` with an 802.1Q tag of VID ``vlan`` after its MACs."""
+    return frame[:12] + struct.pack("!HH", ETH_P_8021Q, vlan & 0x0FFF) + frame[12:]
+
+
+def parse(frame, vlan=None):
+    """What a frame says (None for what this does not read); its VLAN, a
+    tag in the frame or ``vlan`` (from the auxiliary data)."""
+    if struct.unpack("!H", frame[12:14])[0] == ETH_P_8021Q:
+        vlan, frame = struct.unpack("!H", frame[14:16])[0] & 0x0FFF, frame[:12] + frame[16:]
+    seen = _parse(frame)
+    if seen is not None and vlan is not None:
+        seen["vlan"] = vlan
+    return seen
+
+
+def _parse(frame):
     kind = struct.unpack("!H", frame[12:14])[0]
     src_mac = mac_text(frame[6:12])
     if kind == ETH_P_ARP and len(frame) >= 42:
@@ -71,6 +96,7 @@ def parse(frame):
 
 def listen(iface, timeout, stops):
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
     sock.bind((iface, 0))
     print("ready", flush=True)
     waiting = set(stops)
@@ -79,10 +105,16 @@ def listen(iface, timeout, stops):
         ready, _w, _x = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
         if not ready:
             break
-        frame, address = sock.recvfrom(65535)
+        frame, ancillary, _flags, address = sock.recvmsg(65535, socket.CMSG_SPACE(AUXDATA.size))
         if address[2] == socket.PACKET_OUTGOING:
             continue
-        seen = parse(frame)
+        vlan = None
+        for level, kind, data in ancillary:
+            if level == SOL_PACKET and kind == PACKET_AUXDATA and len(data) >= AUXDATA.size:
+                status, _l, _s, _m, _n, tci, _tpid = AUXDATA.unpack(data[:AUXDATA.size])
+                if status & TP_STATUS_VLAN_VALID:
+                    vlan = tci & 0x0FFF
+        seen = parse(frame, vlan)
         if seen:
             print(json.dumps(seen), flush=True)
             waiting.discard(seen.get("payload"))
@@ -94,7 +126,8 @@ def send(iface, frames):
     sock.bind((iface, 0))
     for item in frames:
         build = udp_frame if item["kind"] == "udp" else arp_frame
-        sock.send(build(item["src_mac"], item["dst_mac"], item["src_ip"], item["dst_ip"], item.get("payload")))
+        frame = build(item["src_mac"], item["dst_mac"], item["src_ip"], item["dst_ip"], item.get("payload"))
+        sock.send(tagged(frame, item["vlan"]) if item.get("vlan") is not None else frame)
     return 0
 
 

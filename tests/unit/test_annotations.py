@@ -149,3 +149,45 @@ def test_a_dhcp_interface_counts_as_a_default_route_unless_it_says_false():
     assert "more than one default route (ovnNetwork[0].default_gateway, ovnNetwork[1].dhcp)" in str(err.value)
     two[1]["default_gateway"] = False
     assert [r.dhcp for r in ann.parse_requests({ann.OVN_NETWORK: json.dumps(two)})[1]] == [False, True]
+
+
+def test_a_trunk_carries_its_vlans_as_nested_requests():
+    _source, reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([
+        {"name": "native", "interface": "trunk0", "vlans": [
+            {"name": "prov-v100", "vlan": 10},
+            {"name": "prov-v200", "vlan": 20, "ip_address": "192.168.200.7", "mac_address": "0a:00:00:00:c8:07"}]},
+        {"name": "other", "interface": "net1"}])})
+    assert [(r.network, r.interface, r.parent, r.vlan) for r in reqs] == [
+        ("native", "trunk0", None, None), ("prov-v100", "trunk0.10", "trunk0", 10),
+        ("prov-v200", "trunk0.20", "trunk0", 20), ("other", "net1", None, None)]
+    assert str(reqs[2].ip) == "192.168.200.7" and reqs[2].mac == "0a:00:00:00:c8:07"
+    assert reqs[1].shape() != reqs[2].shape()
+    entry = ann.interface_entry(reqs[1], "192.168.100.5/24", "0a:00:00:00:64:05", "192.168.100.1")
+    assert entry["parent"] == "trunk0" and entry["vlan"] == 10 and entry["interface"] == "trunk0.10"
+
+
+def test_a_trunk_s_vlans_refused():
+    def refused(entry, *words, **more):
+        annotations = {ann.OVN_NETWORK: json.dumps([entry] + more.get("others", []))}
+        with pytest.raises(ValidationError) as caught:
+            ann.parse_requests(annotations)
+        assert all(w in str(caught.value) for w in words), (entry, str(caught.value))
+    trunk = {"name": "native", "interface": "trunk0"}
+    refused(dict(trunk, vlans=[{"name": "a", "vlan": 10}, {"name": "b", "vlan": 10}]), "vlans[1].vlan", "10")
+    for vid in (0, 4095, "10", True, 1.5, None):
+        refused(dict(trunk, vlans=[{"name": "a", "vlan": vid}]), "vlans[0].vlan")
+    refused(dict(trunk, vlans=[{"name": "a"}]), "vlans[0].vlan", "required")
+    refused(dict(trunk, vlans=[{"name": "a", "vlan": 5, "routes": []}]), "unknown key", "routes")
+    refused(dict(trunk, vlans=[{"name": "a", "vlan": 5, "default_gateway": True}]), "unknown key")
+    refused({"name": "n", "interface": "abcdefghijklm0", "vlans": [{"name": "a", "vlan": 100}]},
+            "longer than 15", "abcdefghijklm0.100")
+    refused(dict(trunk, dhcp=True, vlans=[{"name": "a", "vlan": 5}]), "vlans", "DHCP")
+    refused(dict(trunk, vlans=[{"name": "a", "vlan": v} for v in range(1, 10)]), "at most 8")
+    # each VLAN counts as an interface of the pod
+    refused(dict(trunk, vlans=[{"name": "a", "vlan": v} for v in range(1, 9)]), "11 interfaces asked for; at most 10",
+            others=[{"name": "n", "interface": "net%d" % i} for i in range(1, 3)])
+    refused(dict(trunk, vlans=[{"name": "a", "vlan": 5, "ip_address": "10.0.0.1\n"}]), "vlans[0].ip_address")
+    # no route names a VLAN's interface: it has no device of the pod's
+    with pytest.raises(ValidationError):
+        ann.parse_requests({ann.OVN_NETWORK: json.dumps([dict(trunk, vlans=[{"name": "a", "vlan": 5}])]),
+                            ann.ROUTES: json.dumps([{"dst": "10.9.0.0/16", "dev": "trunk0.5"}])})

@@ -61,3 +61,19 @@ def test_a_chain_functions_relaxed_port_is_confirmed_by_what_the_chain_held():
     assert binding_verdict(POD, [ENTRY], [row]) == []
     assert binding_verdict(POD, [dict(ENTRY, ip_address="10.1.1.7/24")], [row])
     assert binding_verdict(POD, [ENTRY], [binding(security="0a:00:00:00:00:05")]), "without it: refused"
+
+
+def test_a_trunk_vlan_must_be_what_ovn_nests():
+    """A trunk's VLAN (``parent``, ``vlan``) is a nested port in OVN
+    (``parent_port``, ``tag``): the node makes no device for it and a veth
+    for any other, so a list that calls one the other is refused."""
+    child = dict(ENTRY, interface="net0.10", parent="net0", vlan=10)
+    row = dict(binding(), logical_port="ns_web_net0.10")
+    nested = dict(row, parent_port="ns_web_net0", tag=10)
+    assert binding_verdict(POD, [child], [nested]) == []
+    for forged, held in ((dict(child, vlan=11), nested), (dict(child, parent="net1"), nested), (child, row),
+                         (dict(child, parent=None, vlan=None), nested)):
+        wrong = binding_verdict(POD, [forged], [held])
+        assert len(wrong) == 1 and "ns_web_net0.10" in wrong[0] and "VLAN" in wrong[0], (forged, wrong)
+    # as a plain select gives empty optional columns
+    assert binding_verdict(POD, [ENTRY], [dict(binding(), parent_port=[], tag=[])]) == []

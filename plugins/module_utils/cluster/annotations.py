@@ -44,6 +44,7 @@ LEGACY_INTERFACE = "eth0"
 # alphanumeric, the last character a digit (the seed design), and a kernel
 # interface name
 _INTERFACE = re.compile(request_schema.INTERFACE)
+_VLAN_INTERFACE = re.compile(request_schema.INTERFACE[:-2] + r"\.[0-9]{1,4}\Z")
 _TRUE = (True, "true", "True", "TRUE", "yes")
 _FALSE = (False, None, "false", "False", "FALSE", "no", "")
 
@@ -53,7 +54,7 @@ class InterfaceRequest:
     addresses fit the network is checked when the network is known."""
 
     def __init__(self, network, interface, ip=None, mac=None, default_gateway=False, routes=(),
-                 where="", provider=None, ipam=False, prefix=None, dhcp=False):
+                 where="", provider=None, ipam=False, prefix=None, dhcp=False, parent=None, vlan=None):
         self.network = network
         self.interface = interface
         self.ip = ip                  # IPAddress, or None for dynamic
@@ -70,13 +71,17 @@ class InterfaceRequest:
         self.dhcp = dhcp
         # whether the request said default_gateway (true or false) at all
         self.default_given = default_gateway
+        # a VLAN of a trunk (OVN's nested port): the trunk's interface, and
+        # the VID its frames carry there; the pod makes no device of it
+        self.parent = parent
+        self.vlan = vlan
 
     def shape(self):
         """What two requests must share to be served the same port: its
         network, name, static addresses, routes, default route and how it
         is configured."""
         return (self.network, self.interface, str(self.ip), str(self.mac), self.prefix, self.default_gateway,
-                repr(self.routes), self.dhcp, self.provider, self.ipam)
+                repr(self.routes), self.dhcp, self.provider, self.ipam, self.parent, self.vlan)
 
     def __repr__(self):
         return "InterfaceRequest(%s, %s, ip=%s, mac=%s)" % (self.network, self.interface, self.ip,
@@ -110,16 +115,45 @@ def _exact(value, field):
     return value
 
 
-def _request(entry, where):
-    """An :class:`InterfaceRequest` from one entry its schema has passed."""
+def _requests(entry, where):
+    """The :class:`InterfaceRequest` of one entry its schema has passed,
+    followed by one per VLAN it carries (a trunk's: ``vlans``), named
+    ``<interface>.<vid>`` as the pod's own VLAN device would be."""
+    request = _request(entry, where)
+    vlans = entry.get("vlans") or []
+    if vlans and (request.dhcp or request.provider):
+        raise ValidationError("%s.vlans: a trunk's interface is the pod's, not %s" % (
+            where, "a DHCP client's" if request.dhcp else "another plugin's"))
+    out, seen = [request], {}
+    for index, item in enumerate(vlans):
+        field = "%s.vlans[%d]" % (where, index)
+        vid = item.get("vlan") if isinstance(item, dict) else None
+        if vid in seen:
+            raise ValidationError("%s.vlan: %r is %s's too; each VLAN of a trunk is one network" % (
+                field, vid, seen[vid]))
+        seen[vid] = field
+        name = "%s.%s" % (request.interface, vid)
+        if len(name) > 15:
+            raise ValidationError("%s.vlan: %s, the VLAN's interface, is longer than 15 characters; name the "
+                                  "trunk shorter" % (field, name))
+        child = _request(dict((k, v) for k, v in item.items() if k != "vlan"),
+                         field, interface=name)
+        child.parent, child.vlan = request.interface, vid
+        out.append(child)
+    return out
+
+
+def _request(entry, where, interface=None):
+    """An :class:`InterfaceRequest` from one entry its schema has passed
+    (``interface``: a trunk VLAN's, which its entry does not name)."""
     if not isinstance(entry, dict):
         raise ValidationError("%s: %r is not an object" % (where, entry))
     network = entry.get("name")
     if not network:
         raise ValidationError("%s.name: the network's name is required" % where)
     ovn_name(network, where + ".name")
-    interface = entry.get("interface")
-    if not isinstance(interface, str) or not _INTERFACE.match(interface):
+    interface = interface or entry.get("interface")
+    if not isinstance(interface, str) or not (_INTERFACE.match(interface) or _VLAN_INTERFACE.match(interface)):
         raise ValidationError(
             "%s.interface: %r must be alphanumeric, end in a digit and be at most 15 "
             "characters" % (where, interface))
@@ -175,10 +209,10 @@ FORMS = (OVN_NETWORK, NFN_NETWORK, LEGACY)
 
 def _entries(annotations, source, default_network):
     if source == OVN_NETWORK:
-        return [_request(e, "%s[%d]" % (OVN_NETWORK, i)) for i, e in enumerate(_json(annotations, source))]
+        return [r for i, e in enumerate(_json(annotations, source)) for r in _requests(e, "%s[%d]" % (OVN_NETWORK, i))]
     if source == NFN_NETWORK:
         entries = _json(annotations, source)["interface"]
-        return [_request(e, "%s.interface[%d]" % (NFN_NETWORK, i)) for i, e in enumerate(entries)]
+        return [r for i, e in enumerate(entries) for r in _requests(e, "%s.interface[%d]" % (NFN_NETWORK, i))]
     if not default_network:
         raise ValidationError("%s: the legacy annotation needs a default network, and the "
                               "watcher has none configured" % LEGACY)
@@ -349,6 +383,8 @@ def interface_entry(request, ip_cidr, mac, gateway, network_routes=(), mtu=None)
              "routes": routes}
     if mtu:
         entry["mtu"] = int(mtu)
+    if request.parent:
+        entry.update(parent=request.parent, vlan=request.vlan)
     if request.dhcp:
         # the address its DHCP answers with; the guest writes it, and the
         # routes and default route its DHCP gives (cluster/dhcp.py)

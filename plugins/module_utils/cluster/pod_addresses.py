@@ -311,6 +311,10 @@ def binding_verdict(pod, entries, bindings, macs=True, launcher=None):
                 (launcher is not None and launcher not in (ids.get(K_LAUNCHERS) or "").split(",")):
             waiting = True
             continue
+        nesting = _nesting(pod, entry, row)
+        if nesting:
+            wrong.append(nesting)
+            continue
         sets = binding_entries(row.get("mac"), row.get("port_security"), row.get("external_ids"))
         mac = (entry.get("mac_address") or "").lower()
         ip = (entry.get("ip_address") or "").partition("/")[0]
@@ -321,6 +325,26 @@ def binding_verdict(pod, entries, bindings, macs=True, launcher=None):
     if wrong:
         return wrong
     return None if waiting else []
+
+
+def _nesting(pod, entry, row):
+    """What differs between a trunk VLAN's entry (``parent``, ``vlan``) and
+    the port OVN holds (``parent_port``, ``tag``): the node makes no device
+    for a nested port and a veth for any other, so the list must not say
+    one is the other. None when they agree."""
+    said = (pod.port_name(entry["parent"]), entry.get("vlan")) if entry.get("parent") else (None, None)
+    held = (next(iter(_optional(row.get("parent_port"))), None), next(iter(_optional(row.get("tag"))), None))
+    if said == held:
+        return None
+    return "%s is %s, but OVN's port %s is %s" % (
+        entry["interface"], "VLAN %s of %s" % (said[1], said[0]) if said[0] else "no trunk's VLAN",
+        row["logical_port"], "VLAN %s of %s" % (held[1], held[0]) if held[0] else "no trunk's VLAN")
+
+
+def _optional(value):
+    """An optional column's value, as a plain row gives it (the atom, or
+    an empty list), as a list."""
+    return list(value) if isinstance(value, list) else [] if value in (None, "") else [value]
 
 
 def binding_entries(mac, port_security, external_ids):

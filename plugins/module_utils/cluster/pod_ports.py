@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
+
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID, K_VMI
@@ -201,6 +203,9 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
             texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], port_security_of(mac, ips)
         item = {"name": name, "switch": network.name, "addresses": texts,
                 "external_ids": pod.marks(request.interface)}
+        if request.parent:
+            # a trunk's VLAN: OVN's nested port, its frames on the trunk's port with this tag
+            item.update(parent_name=pod.port_name(request.parent), tag=request.vlan)
         if mine is not None:
             # what its VM's launchers set on it stays (vms.binding): where it is bound, and who may attach
             item["options"] = dict(cell(mine, "options"))
@@ -456,10 +461,8 @@ def pinned(view, pod, requests, found):
                 continue
             ip, prefix = addressing.parse_ip_prefix(entry.get("ip_address"), "ovnIfaceList.ip_address")
             mac = addressing.parse_mac(entry.get("mac_address"), "ovnIfaceList.mac_address")
-            held = annotations.InterfaceRequest(
-                request.network, request.interface, ip, mac, request.default_gateway, request.routes,
-                request.where, request.provider, request.ipam, prefix, request.dhcp)
-            held.default_given = request.default_given      # what its DHCP gives (dhcp.override_of)
+            held = copy.copy(request)       # all it asked, but the addresses it was told
+            held.ip, held.prefix, held.mac = ip, prefix, mac
             out.append(held)
         return out
     except (ValueError, TypeError, AttributeError, ValidationError):

@@ -46,6 +46,18 @@ _ROUTE = {"type": "object", "additionalProperties": False, "required": ["dst"],
           "properties": {"dst": dict(_ADDRESS, type="string"), "gw": _ADDRESS}}
 _NETWORK_NAME = {"type": "string", "minLength": 1, "maxLength": 253}
 
+MAX_VLANS = 8           # VLANs nested in one trunk interface (each counts as an interface)
+# A VLAN of a trunk interface (OVN's nested port): its network and its VID
+# in the pod, which the network's own (its wire's) need not be.
+_VLAN_ENTRY = {
+    "type": "object", "additionalProperties": False, "required": ["name", "vlan"],
+    "properties": {
+        "name": _NETWORK_NAME,
+        "vlan": {"type": "integer", "minimum": 1, "maximum": 4094, "description": "a VLAN ID, 1-4094"},
+        "ip_address": _ADDRESS, "ipAddress": _ADDRESS,
+        "mac_address": _ADDRESS, "macAddress": _ADDRESS,
+    },
+}
 # One interface, in the seed's spelling and OVN4NFV's camelCase one.
 INTERFACE_ENTRY = {
     "type": "object", "additionalProperties": False, "required": ["name", "interface"],
@@ -58,6 +70,8 @@ INTERFACE_ENTRY = {
         "routes": {"type": "array", "maxItems": 32, "items": _ROUTE},
         # configured inside (a VM's guest, a DHCP client), by its network's DHCP
         "dhcp": _FLAG,
+        # a trunk: these networks ride the interface tagged, each its own port
+        "vlans": {"type": "array", "maxItems": MAX_VLANS, "items": _VLAN_ENTRY},
     },
 }
 SCHEMAS = {

@@ -327,6 +327,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
         self._confirm(owner, entries, launcher=uid if vms.vm_of(owner.name) else None)
         marks.append(("sb", time.monotonic()))
+        entries = cni.devices(entries)
         netns = request["pod_netns"]
         taken = netlink(netns, lambda pod_ns: [e["interface"] for e in entries if pod_ns.link_lookup(
             ifname=e["interface"])])

@@ -21,7 +21,8 @@ from ..resources.ovs import MAPPINGS, parse_bridge_mappings
 CHECK_FAILED = 103            # plugin-specific CNI error: CHECK found a difference
 NOT_IN_OVN = 104              # plugin-specific CNI error: the interface list is not what OVN holds
 NO_PHYSNET = 106              # plugin-specific CNI error: a provider network's physnet is not mapped here
-BINDING_COLUMNS = ["logical_port", "mac", "port_security", "external_ids", "datapath", "type", "options"]
+BINDING_COLUMNS = ["logical_port", "mac", "port_security", "external_ids", "datapath", "type", "options",
+                   "parent_port", "tag"]
 
 
 class PodTruth:
@@ -116,7 +117,7 @@ class PodTruth:
         result (``prevResult``) say exists in the pod, as they say it."""
         namespace, name = self._pod(request)
         uid, _owner, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
-        entries = cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider")))
+        entries = cni.devices(cni.select_entries(entries, request["ifname"], bool(request["config"].get("provider"))))
         previous = request["config"]["prevResult"]        # checked by cni.check_prev_result
         hosts = [cni.host_ifname(uid, entry["interface"]) for entry in entries]
         owners = self.ovs.read(lambda idl: dict((i.name, i.external_ids.get(K_CONTAINER))

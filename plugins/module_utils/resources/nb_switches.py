@@ -110,6 +110,8 @@ class LogicalSwitchPort(Resource):
               from_db=lambda v: v or "normal"),
         Field("options", kind="map"),
         Field("tag", kind="optional"),
+        # a nested port: its frames ride its parent's interface with ``tag``
+        Field("parent_name", kind="optional"),
         external_ids_field(),
     )
 
@@ -144,6 +146,8 @@ class LogicalSwitchPort(Resource):
             item["port_security"] = secured
         if "tag" in item:
             in_range(item["tag"], 1, 4095, where + ".tag")
+        if item.get("parent_name") and not item.get("tag"):
+            raise ValidationError("%s.tag: a nested port (parent_name) needs the VLAN its frames carry" % where)
         kind = item.get("type")
         options = item.get("options") or {}
         if kind == "router" and not options.get("router-port"):
