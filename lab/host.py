@@ -78,7 +78,9 @@ def kubelet_argv(name, tool="kubelet.py"):
         open(os.path.join(package, "__init__.py"), "w").close()
     for script in ("kubelet.py", "virt.py", "steady.py"):
         shutil.copy(os.path.join(HERE, script), staged)
-    shutil.copy(os.path.join(ROOT, "tests", "harness", "cri.py"), harness)
+    # and the tests' frame maker (lab providers' trunk row, in a pod and on the fabric)
+    for module in ("cri.py", "frames.py"):
+        shutil.copy(os.path.join(ROOT, "tests", "harness", module), harness)
     podman("cp", staged + "/.", "%s:%s" % (name, KUBELET_DIR))     # one copy of the tree, as before of the file
     return ["python3", KUBELET_DIR + "/" + tool]
 

@@ -25,6 +25,8 @@ sandbox and network namespace and calls the CNI plugin itself.
                                            start; one registered is kept
     kubelet.py service SERVICE_JSON        create a Service (as kubectl
                                            would); one that exists is kept
+    kubelet.py annotations POD             the pod's annotations, as the API has
+                                           them
     kubelet.py events POD REASON           the messages of the pod's Events of
                                            REASON (about this pod, by its UID),
                                            once there is one, or none after 10 s
@@ -445,6 +447,8 @@ def main(argv):
         result = delete(argv[2])
     elif argv[1] == "vanish":
         result = delete(argv[2], cni_del=False)
+    elif argv[1] == "annotations" and len(argv) == 3:
+        result = api("GET", "/api/v1/namespaces/%s/pods/%s" % pod_ref(argv[2]))["metadata"].get("annotations") or {}
     elif argv[1] == "events" and len(argv) == 4:
         result = events(argv[2], argv[3])
     elif argv[1] == "register":

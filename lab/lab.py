@@ -134,7 +134,7 @@ COMMANDS = {
     "migrate": (migrate, "live-migrate the lab's VM to the other worker and back, probed from the master; "
                          "its last line: migration: lost= sent= interruption_ms= tcp_survived="),
     "providers": (check_providers, "check the provider networks from outside: the fabric's VLANs, no NAT, "
-                                   "isolation, the master's refusal; its last line: providers: provider_ok="),
+                                   "isolation, a VNF's trunk, the master's refusal; its last line: providers: provider_ok="),
 }
 
 

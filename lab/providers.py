@@ -16,6 +16,10 @@ matrix. The rows, each read from the fabric or a pod's own namespace:
 * the fabric's switch learned each pod's MAC on its network's VLAN alone;
 * a pod on both provider networks and an overlay reaches all three;
 * a full 1500-byte packet with DF set, tagged, fits;
+* a VNF's trunk (``prov-trunk``: the overlay untagged, each provider network
+  a VLAN of its own VID in the pod, OVN's nested ports): a frame the pod
+  tags with the VID reaches the fabric on the network's wire VLAN from the
+  VLAN's own address, and the fabric's answer comes back tagged with it;
 * a pod on the master, which maps no ``physnet-ext``, is refused by the node
   agent naming the physical network, nothing of it is made, and the
   watcher's ``PhysicalNetworkMissing`` Event on it names the network too.
@@ -24,9 +28,10 @@ Prints the rows and, last, ``providers: provider_ok=<n>/<n>``.
 """
 
 import json
+import subprocess
 
-from lab.host import exec_in, kubelet_argv
-from lab.layout import PROVIDER_NAMESPACE, PROVIDER_PODS
+from lab.host import KUBELET_DIR, exec_in, kubelet_argv
+from lab.layout import PROVIDER_NAMESPACE, PROVIDER_PODS, TRUNK_POD, TRUNK_VIDS
 from lab.workload import kubelet
 
 FABRIC_BRIDGE = "br-fabric"
@@ -97,6 +102,70 @@ def _refused(session):
             done.returncode, made, MISSING_EVENT, told, done.stderr.strip()[-300:])))
 
 
+FRAMES = KUBELET_DIR + "/tests/harness/frames.py"
+
+
+def _listening(container, netns, iface, stop):
+    """frames.py listening on ``iface`` (in the pod ``netns``, if any) in
+    ``container`` until ``stop`` arrives (bounded: 10 s); whether it said
+    it is ready."""
+    argv = ["podman", "exec", container] + (["ip", "netns", "exec", netns] if netns else []) + [
+        "python3", FRAMES, "listen", iface, "10", stop]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, universal_newlines=True)
+    return proc, proc.stdout.readline().strip() == "ready"
+
+
+def _heard(proc, payload):
+    """The frames of ``payload`` a :func:`_listening` process saw."""
+    try:
+        out, _err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        out = ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    return [f for f in (json.loads(line) for line in out.splitlines() if line.startswith("{"))
+            if f.get("payload") == payload]
+
+
+def _trunk(session, networks, external):
+    """The VNF's trunk on the first worker: for each of its VLANs, a frame
+    the pod tags with its VID reaches the fabric's port of the network's
+    own wire VLAN from the VLAN's own address, and the fabric's answer
+    comes back into the pod tagged with the VID."""
+    node = session.layout.workers[0]
+    worker, fabric = session.container(node), session.container(external)
+    for name in (worker, fabric):
+        kubelet_argv(name)          # frames.py staged there
+    listed = json.loads(kubelet(session, node, "annotations", "%s/%s" % (PROVIDER_NAMESPACE, TRUNK_POD))[
+        "ovnIfaceList"])
+    rows = []
+    for network, vid in zip(networks, TRUNK_VIDS):
+        child = next((e for e in listed if e.get("parent") and e.get("vlan") == vid), None)
+        port = "vlan%d" % network["vlan"]
+        gateway_mac = json.loads(exec_in(fabric, "ip", "-j", "link", "show", port).stdout)[0]["address"]
+        mine = child["ip_address"].split("/")[0] if child else None
+        frame = {"kind": "udp", "src_mac": child and child["mac_address"], "dst_mac": gateway_mac, "src_ip": mine,
+                 "dst_ip": network["gateway"], "payload": "trunk-%d" % vid, "vlan": vid}
+        up, ready = _listening(fabric, None, port, frame["payload"])
+        if child and ready:
+            exec_in(worker, "ip", "netns", "exec", TRUNK_POD, "python3", FRAMES, "send", "eth0",
+                    json.dumps([frame]), check=False)
+        up = [f for f in _heard(up, frame["payload"]) if f.get("src_ip") == mine] if ready else []
+        back = dict(frame, src_mac=gateway_mac, dst_mac=frame["src_mac"], src_ip=frame["dst_ip"], dst_ip=mine,
+                    payload="back-%d" % vid, vlan=None)
+        down, ready = _listening(worker, TRUNK_POD, "eth0", back["payload"])
+        if child and ready:
+            exec_in(fabric, "python3", FRAMES, "send", port, json.dumps([back]), check=False)
+        down = [f for f in _heard(down, back["payload"]) if f.get("vlan") == vid] if ready else []
+        rows.append(_row(bool(up and down), "%s@%s VID %d in the pod is %s on VLAN %d: %s, %s" % (
+            TRUNK_POD, node, vid, network["name"], network["vlan"],
+            "the fabric heard %s" % mine if up else "the fabric heard nothing from %s" % mine,
+            "its answer came back tagged %d" % vid if down else "no answer tagged %d in the pod" % vid)))
+    return rows
+
+
 def check(session):
     """The rows (``{ok, line}``), made on the running lab."""
     layout = session.layout
@@ -132,6 +201,7 @@ def check(session):
     full = _ping(session, pods["prov-w1"][0], "prov-w1", networks[0]["gateway"], size=1472)
     rows.append(_row(full, "prov-w1 -> %s: 1500 bytes, DF, tagged: %s" % (
         networks[0]["gateway"], "ok" if full else "FAIL")))
+    rows.extend(_trunk(session, networks, external))
     rows.append(_refused(session))
     return rows
 
