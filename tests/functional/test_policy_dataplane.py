@@ -28,6 +28,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology impor
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources import ovs as ovs_resources
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.nb_switches import LogicalSwitchPort
 
 from tests.harness.dataplane import Node, ip as ip_run, sctp_reaches, tcp_exchange, udp_exchange
@@ -356,5 +357,36 @@ def test_a_policy_on_a_provider_network_works_as_on_an_overlay(node):
         enforce(node, (policy(ADMIT_8080, networks="prov"), ["p2"], {(INGRESS, 0): ["p1"]}))
         assert talk(node, "p1", "p2"), "admitted from p1 on 8080, its replies through p2's egress deny"
         assert not talk(node, "p1", "p2", port_number=9090), "another port is not admitted"
+    finally:
+        enforce(node)
+
+
+def test_a_provider_network_s_policy_takes_the_fabric_s_hosts_as_ip_blocks(node):
+    """The fabric's hosts are no pods: on a provider network a policy names
+    them by ipBlock. Their physical network mapped to a bridge of their own,
+    two hosts on it: the one the block names is admitted on the rule's port
+    and no other, the other host not at all, and the isolated pod's own
+    connection to the fabric has its replies back (conntrack on its port)."""
+    box = node.box
+    box.run("ovs-vsctl", "--db=" + box.ovs_db, "--may-exist", "add-br", "br-pol", "--", "set", "bridge", "br-pol",
+            "datapath_type=netdev")
+    with ovsdb.Database(box.ovs_db, ovsdb.OVS_SCHEMA, ovs_resources.Chassis.tables) as db:
+        reconcile(ovs_resources.Chassis(), [{"system_id": node.chassis, "bridge_mappings": {
+            PROVIDERS["prov"]: "br-pol"}}], "merged", db)
+    hosts = dict((name, node.attach(name, "br-pol", "0a:00:00:00:03:%02x" % last, "172.16.3.%d/24" % last))
+                 for name, last in (("fab1", 0x50), ("fab2", 0x51)))
+    p2, p2_address = node.pods[node_pod("p2")], IFACES["p2"][4]
+    node.wait_hv()
+    try:
+        assert tcp_exchange(p2, hosts["fab2"], p2_address, 8080, timeout=SHORT)[0], "open before the policy"
+        enforce(node, (policy({"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "172.16.3.80/32"}}],
+                                                              "ports": [{"port": 8080}]}]}, networks="prov"),
+                       ["p2"], None))
+        assert tcp_exchange(p2, hosts["fab1"], p2_address, 8080, timeout=SHORT) == ("pong:ping", "172.16.3.80"), \
+            "the block's host is admitted on 8080, as itself"
+        assert tcp_exchange(p2, hosts["fab1"], p2_address, 9090, timeout=SHORT)[0] is None, "not on another port"
+        assert tcp_exchange(p2, hosts["fab2"], p2_address, 8080, timeout=SHORT)[0] is None, "not another host"
+        assert tcp_exchange(hosts["fab2"], p2, "172.16.3.81", 8080, timeout=SHORT)[0] == "pong:ping", \
+            "the isolated pod's own connection to the fabric has its replies back"
     finally:
         enforce(node)
