@@ -16,6 +16,7 @@ from tests.harness.playbook import ansible_env
 GOOD = {"ovn_central": {"ovn_central_address": "192.168.33.10", "ovn_central_members": "ovn_central"},
         "ovn_controller": {"ovn_controller_central_addresses": ["192.168.33.10"]},
         "cni": {}, "container_runtime": {}}
+PHYSNET = {"name": "physnet-prov", "bridge": "br-prov", "interface": "prov9"}
 CASES = [
     ("ovn_central", {"ovn_central_address": ""}, "ovn_central_address: \"\" is not an IP address"),
     ("ovn_central", {"ovn_central_address": "10.0.0.1 --db-nb-addr=0.0.0.0"}, "ovn_central_address: \"10.0.0.1 --db"),
@@ -25,6 +26,23 @@ CASES = [
     ("ovn_controller", {"ovn_controller_central_addresses": ["10.0.0.1,ssl:6.6.6.6"]},
      "ovn_controller_central_addresses: \"10.0.0.1,ssl:6.6.6.6\""),
     ("ovn_controller", {"ovn_controller_ssl_dir": "relative"}, "ovn_controller_ssl_dir must be an absolute path"),
+    # the node's addresses on VLANs of a physical network: refused by their forms, before the host is looked at
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 4095, "address": "192.168.100.5/24"}])]}, "needs a vlan (1-4094)"),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.5/24"}, {"vlan": 100, "address": "192.168.100.6/24", "name": "v2"}])]},
+     "a VLAN is asked for twice ([100, 100])"),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.0/24"}])]}, "an address as IP/prefix (a host's"),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.5"}])]}, "an address as IP/prefix (a host's"),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, bridge="br-provider1", vlan_interfaces=[
+        {"vlan": 4094, "address": "192.168.100.5/24"}])]}, 'here "br-provider1.4094"'),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.5/24", "name": "br-prov"}])]}, "a VLAN interface's name is another's"),
+    # (the role's argument_specs refuse it first)
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces={"vlan": 100})]},
+     "argument 'vlan_interfaces' is of type dict"),
     ("cni", {"cni_agent_socket": '/run/x.sock"); import os; os.system("id'}, "cni_agent_socket: "),
     ("cni", {"cni_bridge": "br-int; rm"}, "cni_bridge"),
     ("container_runtime", {"container_runtime_sandbox_image": 'x:1"\n[plugins.evil]'},
