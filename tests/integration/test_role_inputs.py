@@ -94,3 +94,17 @@ def test_the_inventories_values_pass(tmp_path, collections_path, role):
     """The checks alone (``tasks_from: inputs``), with the lab's values and the defaults: all pass."""
     proc = run_role(tmp_path, collections_path, role, {}, tasks_from="inputs")
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_vlan_interfaces_that_fit_pass(tmp_path, collections_path):
+    """Good VLAN interfaces pass every check (``tasks_from: inputs``; the
+    NIC is this host's ``lo``, the one every host has): each check's
+    message is rendered even when it holds, so an attribute it names that
+    an entry may leave out (``mtu``, ``name``) must not break it."""
+    physnets = [dict(PHYSNET, interface="lo", vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.5/24"},
+        {"vlan": 200, "address": "fd00:200::5/64", "name": "prov200", "mtu": 1500}])]
+    proc = run_role(tmp_path, collections_path, "ovn_controller", {"ovn_controller_physnets": physnets},
+                    tasks_from="inputs")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "Each VLAN interface's MTU fits its physical network's NIC" in proc.stdout
