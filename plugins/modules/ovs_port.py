@@ -14,8 +14,8 @@ version_added: 0.1.0
 description:
   - Creates, updates and deletes ports of Open vSwitch bridges, each with one interface of the
     same name, in one transaction per task.
-  - O(config[].type), O(config[].options), O(config[].external_ids) and O(config[].mtu_request)
-    belong to the interface; O(config[].tag) and O(config[].trunks) to the port.
+  - O(config[].type), O(config[].options), O(config[].external_ids), O(config[].mtu_request) and
+    O(config[].mac) belong to the interface; O(config[].tag) and O(config[].trunks) to the port.
   - A bridge's own local port is managed by M(ovn4nfv.k8s.ovs_bridge) and not shown here.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
@@ -62,6 +62,11 @@ options:
         description:
           - Requested MTU of the interface, 68-65535.
         type: int
+      mac:
+        description:
+          - The Ethernet address Open vSwitch gives an internal interface (O(config[].type=internal))
+            each time it makes it; without it, a random one.
+        type: str
 extends_documentation_fragment:
   - ovn4nfv.k8s.ovsdb
   - ovn4nfv.k8s.ovsdb.OVS
@@ -150,6 +155,7 @@ OPTIONS = dict(
     trunks=dict(type="list", elements="int"),
     external_ids=dict(type="dict"),
     mtu_request=dict(type="int"),
+    mac=dict(type="str"),
 )
 
 

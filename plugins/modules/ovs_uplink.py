@@ -27,7 +27,10 @@ description:
   - If a step fails, the NIC is taken off the bridge again and given back its addresses, routes
     and IPv6, and the error names the step.
   - V(absent) moves the addresses and routes back to the NIC and takes it off the bridge; the
-    bridge stays.
+    bridge stays, and so do its VLAN interfaces.
+  - "With O(vlan_interfaces), the node's own addresses on VLANs of the NIC: each an OVS internal
+    port of the bridge with the VLAN as its C(tag) (never a kernel VLAN device: the NIC is a bridge
+    port, and the kernel may have no 8021q module), holding exactly its address."
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
@@ -63,6 +66,40 @@ options:
     type: list
     elements: str
     default: []
+  vlan_interfaces:
+    description:
+      - The node's addresses on VLANs carried by the NIC, exactly these. Each is an internal port of
+        the bridge, marked as the product's (C(external_ids:ovn4nfv-vlan-interface), on its
+        interface), whose device holds the address; what arrives on the NIC with that VLAN's tag
+        reaches it untagged, and what it sends leaves tagged.
+      - A VLAN interface of the product's on this bridge that is no longer listed is deleted, its
+        address with it; another tool's port is never touched, and a name that another port or a
+        kernel link already has is refused before anything changes. V([]) deletes every one of
+        the product's; leaving the option out leaves them alone.
+      - The device's MAC (C(Interface.mac)) is derived from the NIC's MAC and the VLAN, so it is
+        the same after every restart of Open vSwitch and differs between nodes.
+      - Ignored with O(state=absent).
+    type: list
+    elements: dict
+    suboptions:
+      vlan:
+        description:
+          - The VLAN, 1-4094.
+        type: int
+        required: true
+      address:
+        description:
+          - The node's address on it, as V(IP/prefix).
+        type: str
+        required: true
+      name:
+        description:
+          - The device's name, at most 15 characters; by default V(<bridge>.<vlan>).
+        type: str
+      mtu:
+        description:
+          - The device's MTU (the interface's C(mtu_request)), 68-65535; by default Open vSwitch's.
+        type: int
   state:
     description:
       - V(present) puts the NIC on the bridge; V(absent) takes it off again.
@@ -93,6 +130,15 @@ EXAMPLES = r"""
     bridge: br-phy
     datapath_type: netdev
     addresses: [192.168.33.12/24]
+
+- name: A provider network's NIC on br-prov, with the node's address on its VLAN 100
+  ovn4nfv.k8s.ovs_uplink:
+    interface: eth2
+    bridge: br-prov
+    move_addresses: false
+    vlan_interfaces:
+      - vlan: 100
+        address: 192.168.100.12/24
 
 - name: The external NIC on br-ext; the node gateway router holds the external address
   ovn4nfv.k8s.ovs_uplink:
@@ -132,7 +178,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import (
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import Ovn4nfvError
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.resources.ovs import Bridge
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_OVS_DB, OVS_SCHEMA
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import uplink
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import uplink, vlan_interfaces
 
 
 def main():
@@ -142,6 +188,9 @@ def main():
         datapath_type=dict(type="str", default="netdev", choices=["system", "netdev"]),
         move_addresses=dict(type="bool", default=True),
         addresses=dict(type="list", elements="str", default=[]),
+        vlan_interfaces=dict(type="list", elements="dict", options=dict(
+            vlan=dict(type="int", required=True), address=dict(type="str", required=True),
+            name=dict(type="str"), mtu=dict(type="int"))),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         link_timeout=dict(type="int", default=10),
     )
@@ -156,9 +205,15 @@ def main():
     try:
         wanted = uplink.Uplink(params["interface"], params["bridge"], params["datapath_type"],
                                params["move_addresses"], params["addresses"], where="ovs_uplink")
+        vlans = None if params["vlan_interfaces"] is None else vlan_interfaces.parse(wanted, [
+            dict((k, v) for k, v in item.items() if v is not None) for item in params["vlan_interfaces"]])
     except Ovn4nfvError as exc:
         fail(module, exc)
-    step = uplink.apply_uplink if params["state"] == "present" else uplink.remove_uplink
+    if params["state"] == "present":
+        def step(ipr, database, wanted, check_mode, timeout):
+            return vlan_interfaces.apply_with_uplink(ipr, database, wanted, vlans, check_mode, timeout)
+    else:
+        step = uplink.remove_uplink
     with connected(module, Bridge().tables, OVS_SCHEMA) as database:
         with uplink.netlink() as ipr:
             try:

@@ -16,6 +16,7 @@ from tests.harness.playbook import ansible_env
 GOOD = {"ovn_central": {"ovn_central_address": "192.168.33.10", "ovn_central_members": "ovn_central"},
         "ovn_controller": {"ovn_controller_central_addresses": ["192.168.33.10"]},
         "cni": {}, "container_runtime": {}}
+PHYSNET = {"name": "physnet-prov", "bridge": "br-prov", "interface": "prov9"}
 CASES = [
     ("ovn_central", {"ovn_central_address": ""}, "ovn_central_address: \"\" is not an IP address"),
     ("ovn_central", {"ovn_central_address": "10.0.0.1 --db-nb-addr=0.0.0.0"}, "ovn_central_address: \"10.0.0.1 --db"),
@@ -25,6 +26,23 @@ CASES = [
     ("ovn_controller", {"ovn_controller_central_addresses": ["10.0.0.1,ssl:6.6.6.6"]},
      "ovn_controller_central_addresses: \"10.0.0.1,ssl:6.6.6.6\""),
     ("ovn_controller", {"ovn_controller_ssl_dir": "relative"}, "ovn_controller_ssl_dir must be an absolute path"),
+    # the node's addresses on VLANs of a physical network: refused by their forms, before the host is looked at
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 4095, "address": "192.168.100.5/24"}])]}, "needs a vlan (1-4094)"),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.5/24"}, {"vlan": 100, "address": "192.168.100.6/24", "name": "v2"}])]},
+     "a VLAN is asked for twice ([100, 100])"),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.0/24"}])]}, "an address as IP/prefix (a host's"),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.5"}])]}, "an address as IP/prefix (a host's"),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, bridge="br-provider1", vlan_interfaces=[
+        {"vlan": 4094, "address": "192.168.100.5/24"}])]}, 'here "br-provider1.4094"'),
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.5/24", "name": "br-prov"}])]}, "a VLAN interface's name is another's"),
+    # (the role's argument_specs refuse it first)
+    ("ovn_controller", {"ovn_controller_physnets": [dict(PHYSNET, vlan_interfaces={"vlan": 100})]},
+     "argument 'vlan_interfaces' is of type dict"),
     ("cni", {"cni_agent_socket": '/run/x.sock"); import os; os.system("id'}, "cni_agent_socket: "),
     ("cni", {"cni_bridge": "br-int; rm"}, "cni_bridge"),
     ("container_runtime", {"container_runtime_sandbox_image": 'x:1"\n[plugins.evil]'},
@@ -76,3 +94,17 @@ def test_the_inventories_values_pass(tmp_path, collections_path, role):
     """The checks alone (``tasks_from: inputs``), with the lab's values and the defaults: all pass."""
     proc = run_role(tmp_path, collections_path, role, {}, tasks_from="inputs")
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_vlan_interfaces_that_fit_pass(tmp_path, collections_path):
+    """Good VLAN interfaces pass every check (``tasks_from: inputs``; the
+    NIC is this host's ``lo``, the one every host has): each check's
+    message is rendered even when it holds, so an attribute it names that
+    an entry may leave out (``mtu``, ``name``) must not break it."""
+    physnets = [dict(PHYSNET, interface="lo", vlan_interfaces=[
+        {"vlan": 100, "address": "192.168.100.5/24"},
+        {"vlan": 200, "address": "fd00:200::5/64", "name": "prov200", "mtu": 1500}])]
+    proc = run_role(tmp_path, collections_path, "ovn_controller", {"ovn_controller_physnets": physnets},
+                    tasks_from="inputs")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "Each VLAN interface's MTU fits its physical network's NIC" in proc.stdout

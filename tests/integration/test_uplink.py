@@ -1,9 +1,10 @@
 """ovs_uplink against a real ovs-vswitchd (userspace datapath) and real
 links, inside a network namespace of the test's own.
 
-The node namespace holds ``ovs-vswitchd`` and two veths named as the
+The node namespace holds ``ovs-vswitchd`` and three veths named as the
 module's EXAMPLES name them, ``eth0`` (the underlay, with an address and a
-route through a next hop) and ``eth1`` (the external NIC). Their peers sit in
+route through a next hop), ``eth1`` (the external NIC) and ``eth2`` (a
+provider network's NIC, without an address). Their peers sit in
 a second namespace, the *peer*, which is where the test pings from. The
 examples run as written, with only ``db`` pointed at the test's database.
 """
@@ -38,12 +39,14 @@ class UplinkHost:
             self.node._add_ns(self.peer)
             for nic, peer_nic, address, peer_address in (
                     ("eth0", "p0", UNDERLAY, PEER + "/24"),
-                    ("eth1", "p1", EXTERNAL, "192.168.50.1/24")):
+                    ("eth1", "p1", EXTERNAL, "192.168.50.1/24"),
+                    ("eth2", "p2", None, None)):     # a provider network's NIC: no address
                 self.node.run_in_node("ip", "link", "add", nic, "type", "veth", "peer", "name",
                                       peer_nic, "netns", self.peer)
-                self.node.run_in_node("ip", "addr", "add", address, "dev", nic)
+                if address:
+                    self.node.run_in_node("ip", "addr", "add", address, "dev", nic)
+                    ip("ip", "addr", "add", peer_address, "dev", peer_nic, netns=self.peer)
                 self.node.run_in_node("ip", "link", "set", nic, "up")
-                ip("ip", "addr", "add", peer_address, "dev", peer_nic, netns=self.peer)
                 ip("ip", "link", "set", peer_nic, "up", netns=self.peer)
             self.node.run_in_node("ip", "route", "add", ROUTED, "via", PEER, "dev", "eth0")
         except Exception:
@@ -120,6 +123,10 @@ def test_examples_move_the_nics_in_order_and_are_idempotent(host, collections_pa
     assert host.mac("br-phy") == eth0_mac, "the bridge takes the NIC's MAC"
     assert host.vsctl("list-ports", "br-ext") == "eth1"
     assert host.addresses("eth1") == [] and host.addresses("br-ext") == []
+    # the node's address on VLAN 100 of eth2: a tagged internal port of br-prov
+    assert sorted(host.vsctl("list-ports", "br-prov").split()) == ["br-prov.100", "eth2"]
+    assert host.vsctl("get", "port", "br-prov.100", "tag") == "100"
+    assert host.addresses("br-prov.100") == ["192.168.100.12/24"]
 
     # The node's address answers through the userspace bridge, and the
     # bridge never learned its own MAC on the NIC's port.

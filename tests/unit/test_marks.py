@@ -42,7 +42,7 @@ WRITTEN = {
     "ovn4nfv-policy", "ovn4nfv-policy-spec", "ovn4nfv-policy-rule", "ovn4nfv-default-deny", "policy-conntrack",
     "ovn4nfv-acl-log", "ovn4nfv-baseline", "ovn4nfv-baseline-spec", "ovn4nfv-baseline-peers", "ovn4nfv_base_",
     "baseline-network", "ovn4nfv-policy-mode", "ovn4nfv-dhcp", "ovn4nfv-dhcp-port", "ovn4nfv-dhcp-override",
-    "ovn4nfv-launchers", "ovn4nfv-vmi", "ovn4nfv-physnets",
+    "ovn4nfv-launchers", "ovn4nfv-vmi", "ovn4nfv-physnets", "ovn4nfv-vlan-interface",
 }
 
 

@@ -130,6 +130,9 @@ K_TAP_SOURCE = "ovn4nfv-tap-source"
 K_TAP_PREFIX = "ovn4nfv-tap:"
 TAP_MIRROR_PREFIX = "ovn4nfv-tap-"
 K_UPLINK = "ovn4nfv-uplink"
+# the node's own address on a VLAN of a physical network: an OVS internal
+# port with a tag on the physnet's bridge; the value is the VLAN
+K_VLAN_INTERFACE = "ovn4nfv-vlan-interface"
 # the physnets of ovn-bridge-mappings the product set on a node (its
 # provider networks' there), comma-separated: only these it ever removes
 K_OWNED_PHYSNETS = "ovn4nfv-physnets"
@@ -313,6 +316,10 @@ CONTRACT = {
                           "node/port_mirrors.py (the node agent, port_tap)", "operators (ovs-vsctl list Mirror)"),
     "K_UPLINK": (KIND_KEY, "Port in a node's Open_vSwitch (the NIC moved onto a bridge)", "ovs_uplink (node/uplink.py)",
                  "operators (which port the product moved there); nothing in the product yet"),
+    "K_VLAN_INTERFACE": (KIND_KEY, "Interface in a node's Open_vSwitch (an internal port with a tag on a physical "
+                                   "network's bridge, holding the node's address on that VLAN)",
+                         "ovs_uplink vlan_interfaces (node/vlan_interfaces.py; the ovn_controller role's "
+                         "ovn_controller_physnets)", "node/vlan_interfaces.py (which ports are the product's to remove)"),
     "K_OWNED_PHYSNETS": (KIND_KEY, "Open_vSwitch.external_ids of a node (beside ovn-bridge-mappings)",
                          "ovn_chassis (owned_bridge_mappings; the ovn_controller role's ovn_controller_physnets)",
                          "resources/ovs.py (which mappings are the product's to remove)"),

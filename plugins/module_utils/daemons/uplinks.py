@@ -28,16 +28,17 @@ import sys
 
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import UPLINK_PROGRAM
-from ..node import uplink
+from ..node import uplink, vlan_interfaces
 from ..ovsdb import connection as ovsdb
 from ..resources.ovs import Bridge
 
 LOG = logging.getLogger("ovn4nfv.uplinks")
-KEYS = ("interface", "bridge", "datapath_type", "move_addresses", "addresses")
+KEYS = ("interface", "bridge", "datapath_type", "move_addresses", "addresses", "vlan_interfaces")
 
 
 def read(path):
-    """The uplink a file describes, and the OVS database to use."""
+    """The uplink a file describes, its VLAN interfaces (None: not
+    managed), the OVS database to use and the time to wait for links."""
     try:
         with open(path) as handle:
             values = json.load(handle)
@@ -47,17 +48,23 @@ def read(path):
         raise ValidationError("uplink %s: a JSON object of %s" % (path, ", ".join(KEYS)))
     wanted = uplink.Uplink(values.get("interface"), values.get("bridge"), values.get("datapath_type", "netdev"),
                            values.get("move_addresses", True), values.get("addresses", []), where=path)
-    return wanted, values.get("ovs_db", ovsdb.DEFAULT_OVS_DB), int(values.get("link_timeout", 30))
+    vlans = values.get("vlan_interfaces")
+    if vlans is not None:
+        if not isinstance(vlans, list):
+            raise ValidationError("uplink %s: vlan_interfaces is a list" % path)
+        vlans = vlan_interfaces.parse(wanted, vlans, where=path + ": vlan_interfaces")
+    return wanted, vlans, values.get("ovs_db", ovsdb.DEFAULT_OVS_DB), int(values.get("link_timeout", 30))
 
 
 def restore(path):
     """Put the uplink of ``path`` back; returns whether anything changed."""
-    wanted, ovs_db, link_timeout = read(path)
+    wanted, vlans, ovs_db, link_timeout = read(path)
     with ovsdb.Database(ovs_db, ovsdb.OVS_SCHEMA, Bridge().tables, timeout=link_timeout) as database:
         with uplink.netlink() as ipr:
-            changed, _before, after, _operations = uplink.apply_uplink(ipr, database, wanted, False, link_timeout)
+            changed, _before, after, _operations = vlan_interfaces.apply_with_uplink(
+                ipr, database, wanted, vlans, False, link_timeout)
     LOG.info("%s on %s: %s", wanted.interface, wanted.bridge,
-             ("restored: %s" % uplink.summary(after)) if changed else "as configured")
+             ("restored: %s" % after) if changed else "as configured")
     return changed
 
 

@@ -79,8 +79,9 @@ class Bridge(Resource):
 class Port(Resource):
     """An OVS port with its one interface (bonds are out of scope).
 
-    ``type``, ``options``, ``external_ids`` and ``mtu_request`` belong to the
-    interface; ``tag`` and ``trunks`` to the port. The product's ownership
+    ``type``, ``options``, ``external_ids``, ``mtu_request`` and ``mac`` (an
+    internal interface's Ethernet address) belong to the interface; ``tag``
+    and ``trunks`` to the port. The product's ownership
     mark sits in the port's own ``external_ids``.
     """
 
@@ -97,6 +98,7 @@ class Port(Resource):
         Field("trunks", kind="set"),
         Field("external_ids", table="Interface", kind="map"),
         Field("mtu_request", table="Interface", kind="optional"),
+        Field("mac", table="Interface", kind="optional"),
     )
 
     def extra_rows(self, row):
@@ -127,6 +129,10 @@ class Port(Resource):
             in_range(vlan, 0, 4095, "%s.trunks[%d]" % (where, index))
         if "mtu_request" in item:
             in_range(item["mtu_request"], 68, 65535, where + ".mtu_request")
+        if "mac" in item:
+            if item.get("type", "internal") != "internal":
+                raise ValidationError("%s.mac: only an internal interface's MAC can be set" % where)
+            item["mac"] = addressing.parse_mac(item["mac"], where + ".mac")
         options = item.get("options") or {}
         kind = item.get("type")
         if kind == "patch" and not options.get("peer"):
