@@ -4,6 +4,7 @@ transaction per task, and rendered operations that really apply."""
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -192,6 +193,54 @@ def test_ssl_remote_with_key_certificate_and_ca(sandbox, tmp_path):
                       "--certificate=" + pki["client.pem"], "--ca-cert=" + pki["ca.pem"],
                       "-f", "json", "dump", remote, "OVN_Northbound", "Logical_Switch", "name")
     assert "over-ssl" in out
+
+
+def _tls_server(sandbox, tag, schema, pki, port, create=True):
+    """An ovsdb-server of its own on ``port`` (TLS, with ``pki``'s CA) and a
+    unix socket; started again on the same file when ``create`` is false."""
+    db_file, unix = os.path.join(sandbox.dir, tag + ".db"), os.path.join(sandbox.dir, tag + ".sock")
+    if create:
+        sandbox.run("ovsdb-tool", "create", db_file, schema)
+        sandbox.pidfiles.append(os.path.join(sandbox.dir, tag + ".pid"))
+    sandbox.run("ovsdb-server", db_file, "--detach", "--no-chdir", "--remote=pssl:%d:127.0.0.1" % port,
+                "--remote=punix:" + unix, "--private-key=" + pki["server.key"],
+                "--certificate=" + pki["server.pem"], "--ca-cert=" + pki["ca.pem"],
+                "--pidfile=%s/%s.pid" % (sandbox.dir, tag), "--log-file=%s/%s.log" % (sandbox.dir, tag))
+    return "unix:" + unix
+
+
+def test_two_remotes_of_two_cas_each_reconnect_with_their_own_files(sandbox, tmp_path):
+    """The watcher holds the NB (the northbound CA's files) and the SB (the
+    southbound CA's) in one process. python-ovs keeps one set of TLS files
+    for the process and reads it at every reconnect: each remote must
+    reconnect with its own. The NB's server is restarted after the SB
+    connected; a switch added after the restart is seen only if the client
+    came back."""
+    pkis = {}
+    for side in ("nb", "sb"):
+        os.makedirs(str(tmp_path / side))
+        pkis[side] = make_pki(str(tmp_path / side))
+    ports = {"nb": free_port(), "sb": free_port()}
+    unix = _tls_server(sandbox, "two-nb", "/usr/share/ovn/ovn-nb.ovsschema", pkis["nb"], ports["nb"])
+    _tls_server(sandbox, "two-sb", "/usr/share/ovn/ovn-sb.ovsschema", pkis["sb"], ports["sb"])
+    tls = dict((side, ovsdb.TLS(p["client.key"], p["client.pem"], p["ca.pem"])) for side, p in pkis.items())
+    with ovsdb.Database("ssl:127.0.0.1:%d" % ports["nb"], ovsdb.NB_SCHEMA, ("Logical_Switch",), timeout=10,
+                        tls=tls["nb"]) as nb:
+        with ovsdb.Database("ssl:127.0.0.1:%d" % ports["sb"], ovsdb.SB_SCHEMA, ("Chassis",), timeout=10,
+                            tls=tls["sb"]):
+            with open(os.path.join(sandbox.dir, "two-nb.pid")) as handle:
+                pid = int(handle.read())
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+                time.sleep(0.05)        # the old server's exit, before the new one takes the port
+            _tls_server(sandbox, "two-nb", None, pkis["nb"], ports["nb"], create=False)
+            sandbox.run("ovn-nbctl", "--db=" + unix, "ls-add", "after-restart")
+            seen = nb.wait_for(lambda idl: any(r.name == "after-restart"
+                                               for r in idl.tables["Logical_Switch"].rows.values()), 30)
+            with open(os.path.join(sandbox.dir, "two-nb.log")) as handle:
+                log = handle.read()[-1500:]
+            assert seen, "the NB client never came back once the SB connected; its server's log:\n" + log
 
 
 def test_ssl_remote_needs_all_three_files(tmp_path):

@@ -96,14 +96,62 @@ class TLS:
         if problems:
             raise ValidationError(problems)
 
-    def apply(self):
-        # python-ovs keeps the TLS files process-wide, on the Stream class.
-        if self.private_key:
-            stream.Stream.ssl_set_private_key_file(self.private_key)
-        if self.certificate:
-            stream.Stream.ssl_set_certificate_file(self.certificate)
-        if self.ca_cert:
-            stream.Stream.ssl_set_ca_cert_file(self.ca_cert)
+    def apply(self, parts=()):
+        """Make these the files of each ``ssl:`` remote of ``parts``, and
+        the process's default. python-ovs keeps one set of TLS files for the
+        whole process (on its Stream class) and reads it at every connect
+        and reconnect: a daemon that talks to the NB and the SB, each with
+        its own CA, would reconnect to one with the other's files. Each
+        remote's own are kept here and put in place for its connect alone
+        (:class:`_RemoteTLSStream`)."""
+        files = (self.private_key, self.certificate, self.ca_cert)
+        with _TLS_LOCK:
+            for part in parts:
+                if part.startswith("ssl:") and all(files):
+                    _TLS_BY_REMOTE[part[len("ssl:"):]] = files
+            _use_files(files)
+        _install_remote_tls()
+
+
+_TLS_LOCK = threading.Lock()
+_TLS_BY_REMOTE = {}     # "host:port" -> (private key, certificate, CA) for its connects
+
+
+def _use_files(files):
+    private_key, certificate, ca_cert = files
+    if private_key:
+        stream.Stream.ssl_set_private_key_file(private_key)
+    if certificate:
+        stream.Stream.ssl_set_certificate_file(certificate)
+    if ca_cert:
+        stream.Stream.ssl_set_ca_cert_file(ca_cert)
+
+
+def _install_remote_tls():
+    if HAS_OVSDBAPP and stream.Stream._SOCKET_METHODS.get("ssl:") not in (None, _RemoteTLSStream):
+        stream.Stream.register_method("ssl", _RemoteTLSStream)
+
+
+class _RemoteTLSStream(stream.SSLStream if HAS_OVSDBAPP and hasattr(stream, "SSLStream") else object):
+    """python-ovs's TLS stream, each connect made with its remote's files
+    (:meth:`TLS.apply`): the SSL context is built from the process-wide
+    files inside ``_open``, so they are swapped in for that call alone,
+    under a lock every TLS connect of the process takes."""
+
+    @staticmethod
+    def _open(suffix, dscp):
+        with _TLS_LOCK:
+            files = _TLS_BY_REMOTE.get(suffix)
+            if files is None:
+                return stream.SSLStream._open(suffix, dscp)
+            saved = (stream.Stream._SSL_private_key_file, stream.Stream._SSL_certificate_file,
+                     stream.Stream._SSL_ca_cert_file)
+            _use_files(files)
+            try:
+                return stream.SSLStream._open(suffix, dscp)
+            finally:
+                (stream.Stream._SSL_private_key_file, stream.Stream._SSL_certificate_file,
+                 stream.Stream._SSL_ca_cert_file) = saved
 
 
 def _block(waiter, deadline):
@@ -251,7 +299,7 @@ def follow_rows(remote, schema_name, table, names, columns, decide, timeout, tls
     parts = parse_remote(remote, field)
     tls = tls or TLS()
     tls.validate(parts)
-    tls.apply()
+    tls.apply(parts)
     deadline = time.monotonic() + timeout
     clauses = [(column, value) for value in values] + list(also)
     where = [[name, "==", value] for name, value in clauses]        # any of them: a monitor's clauses
@@ -292,7 +340,7 @@ def servers(remote, database, timeout, tls=None, field="db"):
     parts = parse_remote(remote, field)
     tls = tls or TLS()
     tls.validate(parts)
-    tls.apply()
+    tls.apply(parts)
     select = ["_Server", {"op": "select", "table": "Database", "where": [["name", "==", database]],
                           "columns": ["model", "connected", "leader", "cid", "sid", "index"]}]
     out = {}
@@ -380,7 +428,7 @@ class Database:
         parts = parse_remote(remote, field)
         tls = tls or TLS()
         tls.validate(parts)
-        tls.apply()
+        tls.apply(parts)
         deadline = time.monotonic() + timeout
         schema = fetch_schema(parts, schema_name, deadline, remote)
         helper = ovs_idl.SchemaHelper(None, schema)
