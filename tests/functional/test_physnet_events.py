@@ -72,3 +72,15 @@ def test_pod_on_a_node_without_the_mapping_is_told(k8s):
     # gone again from worker1: said again, since it was mapped meanwhile
     chassis(k8s, "ch-w1", "worker1", "physnet-other:br-other")
     assert len(missing_events(k8s, "on-w1", count=2)) == 2
+
+
+def test_a_node_s_chassis_is_known_by_its_name_or_its_host_s_in_any_case(k8s):
+    """The ovn_controller role names a chassis after its inventory host
+    (system-id), ovn-controller writes the host's own name, which a kubelet
+    lower-cases for the node: either finds the node's chassis."""
+    chassis(k8s, "worker3", "host-three", "physnet-other:br-other")
+    chassis(k8s, "ch-w4", "Worker4", "")
+    request = ovn_network({"name": "prov-net", "interface": "eth1"})
+    for node in ("worker3", "worker4"):
+        k8s.api.create_pod("default", "on-" + node, request, node=node)
+        assert "node %s" % node in missing_events(k8s, "on-" + node)[0]["message"]

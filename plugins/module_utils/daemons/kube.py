@@ -117,6 +117,36 @@ def _drain(response):
     response.release_conn()
 
 
+class Said:
+    """What a daemon has said (posted as Events), so that each thing is said
+    once: ``{key: {reason: what}}``, shared by the threads that report on
+    one object (a lock around every read and write)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.said = {}
+
+    def fresh(self, key, reason, what):
+        """Whether ``what`` of ``reason`` on ``key`` is not said yet."""
+        with self.lock:
+            return self.said.get(key, {}).get(reason) != what
+
+    def mark(self, key, reason, what):
+        with self.lock:
+            self.said.setdefault(key, {})[reason] = what
+
+    def unsay(self, key, reasons=None, keep=()):
+        """Forget ``reasons`` said of ``key`` (every one but ``keep`` when
+        None): said again, should they recur."""
+        with self.lock:
+            said = self.said.get(key)
+            if said is not None:
+                self.said[key] = dict((r, v) for r, v in said.items()
+                                      if r in keep or (reasons is not None and r not in reasons))
+                if not self.said[key]:
+                    del self.said[key]
+
+
 class PodWriter:
     """Events on pods and merge patches of them, for one component."""
 

@@ -15,10 +15,15 @@ an Event alone and left the pod to fail).
 
 What a node maps is what its ovn-controller reports in the southbound
 ``Chassis`` (the audit's reading, :func:`..cluster.provider_audit.chassis_mappings`),
-the chassis found by the node's name as its ``hostname``. A pod is looked
-at when the API says it is scheduled or changed, when its node's chassis
-changes, and at every resync. The ports are made whatever this says: the
-mapping may come before the pod starts. Off when ``sb_db`` is not set.
+the chassis found by the node's name as its name (the ovn_controller
+role's system-id) or its ``hostname``, in any case (a kubelet lower-cases
+the host's name); of several (a stale one beside), the pod is told only
+when none maps the network. Whether the mapped bridge exists is the
+node's to know: the node agent refuses that too. A pod is looked at when
+the API first says where it is scheduled (or it moves), when its node's
+chassis changes, and at every resync. The ports are made whatever this
+says: the mapping may come before the pod starts. Off when ``sb_db`` is
+not set.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,10 +40,16 @@ from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.view import View
 from ..resources.ovs import MAPPINGS
+from .kube import ApiException
 
 LOG = logging.getLogger("ovn4nfv.physnets")
 MISSING = "PhysicalNetworkMissing"
 SB_TABLES = ("Chassis",)
+
+
+def _names(row):
+    """What a chassis is known by, lower-cased: its name and its host's."""
+    return set(str(n).lower() for n in (getattr(row, "name", None), getattr(row, "hostname", None)) if n)
 
 
 def node_of(pod):
@@ -56,6 +67,8 @@ class Physnets:
         self.sb = None
         self.queue = WorkQueue(base_delay=0.5, max_delay=self.config.max_backoff_seconds, name="physnets")
         self.stopping = threading.Event()
+        self.placed = {}        # key -> the node the pod was last seen scheduled on
+        self.lock = threading.Lock()
 
     def enabled(self):
         return bool(self.config.sb_db)
@@ -88,23 +101,41 @@ class Physnets:
         self.sb.add_listener(self._chassis_changed)
         self.requeue_all()
         try:
-            serve(self.queue, self.handle, LOG, "pod", (Ovn4nfvError,))
+            serve(self.queue, self.handle, LOG, "pod", (Ovn4nfvError, ApiException))
         finally:
             self.sb.close()
 
     # -- what queues a pod -----------------------------------------------------
     def pod_changed(self, pod, deleted=False):
-        if self.enabled() and not deleted and node_of(pod):
-            self.queue.add("%s/%s" % (pod.metadata.namespace, pod.metadata.name))
+        """A pod's word: looked at once it is scheduled, or scheduled
+        elsewhere (its other changes are its own worker's)."""
+        if not self.enabled():
+            return
+        key, node = "%s/%s" % (pod.metadata.namespace, pod.metadata.name), node_of(pod)
+        with self.lock:
+            moved = not deleted and node and self.placed.get(key) != node
+            if deleted or not node:
+                self.placed.pop(key, None)
+            elif moved:
+                self.placed[key] = node
+        if moved:
+            self.queue.add(key)
 
     def _chassis_changed(self, event, row):
         """A node's chassis came or changed (its mappings): its pods again.
         Called with the SB's cache held: only queues."""
         if event != "delete":
-            self._queue_where(lambda node: node == getattr(row, "hostname", None))
+            names = _names(row)
+            self._queue_where(lambda node: node.lower() in names)
 
     def requeue_all(self):
+        """Every scheduled pod again (a resync); what is known of pods the
+        cache no longer has is dropped."""
         if self.enabled():
+            with self.watcher.lock:
+                live = set(self.watcher.cache)
+            with self.lock:
+                self.placed = dict((k, v) for k, v in self.placed.items() if k in live)
             self._queue_where(lambda node: True)
 
     def _queue_where(self, chosen):
@@ -136,14 +167,16 @@ class Physnets:
         if not wanted:
             return
         found = self.sb.read(lambda idl: [chassis_mappings(row) for row in idl.tables["Chassis"].rows.values()
-                                          if row.hostname == node])
+                                          if node.lower() in _names(row)])
         if not found:
+            LOG.debug("pod %s: node %s has no chassis yet", key, node)
             return          # not a chassis (yet): its chassis' coming queues the pod again
-        mapped, text = found[0]
-        missing = sorted((net, physnet) for net, physnet in wanted.items() if physnet not in mapped)
+        text = " / ".join(sorted(set(t for _m, t in found if t)))
+        missing = sorted((net, physnet) for net, physnet in wanted.items()
+                         if not any(physnet in mapped for mapped, _t in found))
         if not missing:
             # mapped now: should it go again, it is said again
-            self.watcher.reported.get(key, {}).pop(MISSING, None)
+            self.watcher.reported.unsay(key, [MISSING])
         else:
             self.watcher.report(pod, MISSING, "scheduled on node %s, which does not map %s (%s: %s); the pod's "
                                 "interfaces there would carry nothing and its node agent refuses them: map it "

@@ -146,7 +146,7 @@ class Watcher:
         self.lock = threading.Lock()
         self.cache = {}             # key -> the newest pod object seen
         self.tombstones = {}        # uid -> when its pod was seen deleted (monotonic)
-        self.reported = {}          # key -> {reason: (uid, message)} posted as Events
+        self.reported = kube.Said()     # key -> {reason: (uid, message)} posted as Events
         self.exhausted = set()      # keys waiting for an address to free
         # key -> (uid, annotations) of a pod served, as it reads once served:
         # its next event (our own patch, a status) with the same is no work
@@ -480,15 +480,13 @@ class Watcher:
             self.chains.pods_changed()
             if self.policies:
                 self.policies.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
-        said = self.reported.get(key)
-        if said:
-            # what is not the pod's ports' to say stays said
-            self.reported[key] = dict((r, v) for r, v in said.items() if r in (IGNORED, physnet_watch.MISSING))
+        # what is not the pod's ports' to say stays said
+        self.reported.unsay(key, keep=(IGNORED, physnet_watch.MISSING))
 
     def _forget(self, key):
         self.served_as.pop(key, None)
         self._served(key)
-        self.reported.pop(key, None)
+        self.reported.unsay(key)
         self.queue.forget(key)
 
     def _execute(self, compute):
@@ -497,12 +495,11 @@ class Watcher:
     def report(self, pod, reason, message, kind="Warning"):
         """Report a pod's problem once per pod, reason and message: a log
         line and an Event of that reason on the pod, saying the same."""
-        key = pod_key(pod)
-        LOG.warning("pod %s: %s: %s", key, reason, message)
-        said = self.reported.setdefault(key, {})
-        if said.get(reason) != (pod.metadata.uid, message):
+        key, said = pod_key(pod), (pod.metadata.uid, message)
+        if self.reported.fresh(key, reason, said):
+            LOG.warning("pod %s: %s: %s", key, reason, message)
             self.writer.event(pod, reason, message, kind)
-            said[reason] = (pod.metadata.uid, message)
+            self.reported.mark(key, reason, said)
 
     # -- resync --------------------------------------------------------------
     def resync(self):
