@@ -191,3 +191,22 @@ def test_a_trunk_s_vlans_refused():
     with pytest.raises(ValidationError):
         ann.parse_requests({ann.OVN_NETWORK: json.dumps([dict(trunk, vlans=[{"name": "a", "vlan": 5}])]),
                             ann.ROUTES: json.dumps([{"dst": "10.9.0.0/16", "dev": "trunk0.5"}])})
+
+
+def test_only_a_trunk_s_vlan_is_named_with_a_dot():
+    """``<trunk>.<vid>`` is the name _requests makes for a VLAN; an entry or
+    a Multus selection naming an interface so is refused as before."""
+    with pytest.raises(ValidationError) as caught:
+        ann.parse_requests({ann.OVN_NETWORK: json.dumps([{"name": "n", "interface": "eth1.5"}])})
+    assert "ovnNetwork[0].interface" in str(caught.value)
+    selection = {"name": "nad", "namespace": "default", "interface": "eth1.5", "ips": [], "mac": None,
+                 "default_route": False, "where": "k8s.v1.cni.cncf.io/networks[0]"}
+    with pytest.raises(ValidationError):
+        ann.attachment_request(selection, "net1", "nad.default.ovn", False, {})
+
+
+def test_a_vid_written_as_a_float_is_refused_on_its_own_field():
+    with pytest.raises(ValidationError) as caught:
+        ann.parse_requests({ann.OVN_NETWORK: json.dumps([
+            {"name": "n", "interface": "t0", "vlans": [{"name": "a", "vlan": 10.0}]}])})
+    assert "vlans[0].vlan" in str(caught.value) and "interface" not in str(caught.value)

@@ -128,6 +128,8 @@ def _requests(entry, where):
     for index, item in enumerate(vlans):
         field = "%s.vlans[%d]" % (where, index)
         vid = item.get("vlan") if isinstance(item, dict) else None
+        if isinstance(vid, bool) or not isinstance(vid, int):   # 10.0 passes JSON Schema's "integer"
+            raise ValidationError("%s.vlan: %r is not a VLAN ID (a whole number, 1-4094)" % (field, vid))
         if vid in seen:
             raise ValidationError("%s.vlan: %r is %s's too; each VLAN of a trunk is one network" % (
                 field, vid, seen[vid]))
@@ -152,8 +154,10 @@ def _request(entry, where, interface=None):
     if not network:
         raise ValidationError("%s.name: the network's name is required" % where)
     ovn_name(network, where + ".name")
+    # a trunk VLAN's name (``interface``, made by _requests) has its own form
+    pattern = _VLAN_INTERFACE if interface else _INTERFACE
     interface = interface or entry.get("interface")
-    if not isinstance(interface, str) or not (_INTERFACE.match(interface) or _VLAN_INTERFACE.match(interface)):
+    if not isinstance(interface, str) or not pattern.match(interface):
         raise ValidationError(
             "%s.interface: %r must be alphanumeric, end in a digit and be at most 15 "
             "characters" % (where, interface))

@@ -143,6 +143,10 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
                 request.where, name, _holder(existing))))
             continue
         switch = view.lookup("Logical_Switch", network.name)
+        refused = _trunk_refusal(view, pod, request, network, requests)
+        if refused:
+            problems.append((INVALID, refused))
+            continue
         if request.dhcp and network.dhcp is None:
             problems.append((INVALID, "%s.dhcp: network %s serves no DHCP (virtual_network's dhcp option)" % (
                 request.where, network.name)))
@@ -226,6 +230,24 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
         _new_ports(view, batch, None if labels is None else
                    lambda switch: multi_policies.groups_for(view, pod.namespace, labels, switch), overrides)
     return batch
+
+
+def _trunk_refusal(view, pod, request, network, requests):
+    """Why a trunk's VLAN cannot be served, or None: a VM's (a live
+    migration announces the NIC's own MAC, untagged, so its VLANs would
+    stay where they were), or one whose network's MTU outgrows its trunk's
+    (a VLAN device cannot be larger than its parent, and the trunk's veth
+    carries the frames)."""
+    if not request.parent:
+        return None
+    if vms.vm_of(pod.name):
+        return "%s: a VM's interface is no trunk; its guest's VLANs are not offered" % request.where
+    parent = next((r for r in requests if r.interface == request.parent), None)
+    trunk = _network(view, parent.network) if parent is not None else None
+    if trunk is not None and trunk.mtu and network.mtu and int(network.mtu) > int(trunk.mtu):
+        return "%s.name: network %s's MTU %s is more than its trunk's network %s's, %s" % (
+            request.where, network.name, network.mtu, trunk.name, trunk.mtu)
+    return None
 
 
 def _mac_for(view, pod, request, ip, holder, taken=()):
@@ -340,8 +362,9 @@ def _check_static_ip(request, network):
 
 
 def plan_port_security(view, pod, requests):
-    """Set port security on each of ``pod``'s ports that has its addresses
-    (static ones at once; dynamic ones once OVN assigned them), before
+    """Set port security (and a trunk VLAN's nesting) on each of ``pod``'s
+    ports that has its addresses (static ones at once; dynamic ones once
+    OVN assigned them), before
     the pod is told its interfaces. Address-only ports kept for another
     CNI plugin (ovn4nfv-ipam) carry no traffic through OVN, but get it too:
     it is how a node reads from the southbound which address is the pod's."""
@@ -351,9 +374,16 @@ def plan_port_security(view, pod, requests):
         row = mine.get(request.interface)
         if row is None:
             continue
+        item = {"name": row.name, "switch": request.network}
         wanted = port_security(row)
         if wanted is not None and sorted(cell(row, "port_security")) != wanted:
-            items.append({"name": row.name, "switch": request.network, "port_security": wanted})
+            item["port_security"] = wanted
+        # a trunk's VLAN keeps its nesting: the tag is what keeps the VLANs apart
+        nesting = (pod.port_name(request.parent), request.vlan) if request.parent else None
+        if nesting and (list(cell(row, "parent_name")), list(cell(row, "tag"))) != ([nesting[0]], [nesting[1]]):
+            item.update(parent_name=nesting[0], tag=nesting[1])
+        if len(item) > 2:
+            items.append(item)
     return _port_batch(view, items, "merged")
 
 
@@ -380,7 +410,7 @@ def plan_binding(view, rows, options, launchers):
 
 def secured(view, pod, requests):
     """Whether every port of ``pod`` that should have port security has
-    the right one."""
+    the right one, and every trunk VLAN's port its nesting."""
     return not plan_port_security(view, pod, requests).changed
 
 

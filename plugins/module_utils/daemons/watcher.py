@@ -286,7 +286,9 @@ class Watcher:
                 # each policy is planned again, from a view without it
                 self.policies.requeue_all()
             return
-        if key in self.pending:
+        if key in self.pending or event == "update":
+            # an address came, or a served port changed: it is looked at again
+            # (a port security or a VLAN's tag changed by hand is mended)
             self.queue.add(key)
 
     def _work(self):
