@@ -498,8 +498,8 @@ class Watcher:
         """Report a pod's problem once per pod, reason and message: a log
         line and an Event of that reason on the pod, saying the same."""
         key, said = pod_key(pod), (pod.metadata.uid, message)
+        LOG.warning("pod %s: %s: %s", key, reason, message)
         if self.reported.fresh(key, reason, said):
-            LOG.warning("pod %s: %s: %s", key, reason, message)
             self.writer.event(pod, reason, message, kind)
             self.reported.mark(key, reason, said)
 
