@@ -102,6 +102,12 @@ K_UID = "ovn4nfv-pod-uid"
 K_INTERFACE = "ovn4nfv-interface"
 K_CONTAINER = "ovn4nfv-container-id"
 K_POD_REF = "ovn4nfv-pod"
+# on a pod's Interface, by an ADD that set up the whole pod: where the
+# runtime's namespace is ({"netns": CNI_NETNS, "id": "dev:inode", "mtu"}),
+# and the interface list's entry as it was applied (JSON): what the node
+# agent's follower reopens and compares when the list changes (issue 36)
+K_SANDBOX = "ovn4nfv-sandbox"
+K_ENTRY = "ovn4nfv-entry"
 # a VM's ports: the UIDs of the launcher pods its VMI names and that run
 # (comma-separated), the only pods a node agent attaches to them
 K_LAUNCHERS = "ovn4nfv-launchers"
@@ -276,6 +282,11 @@ CONTRACT = {
                     "the node agent (DEL, CHECK, GC; daemons/pod_truth.py), the host audit"),
     "K_POD_REF": (KIND_KEY, "a pod's Interface in a node's Open_vSwitch (<namespace>/<name>)", "the node agent",
                   "operators (ovs-vsctl list Interface); nothing in the product yet"),
+    "K_SANDBOX": (KIND_KEY, "a pod's Interface in a node's Open_vSwitch (the runtime's namespace: path, "
+                            "identity, MTU; JSON)", "the node agent (ADD of a whole pod)",
+                  "the node agent's follower (daemons/pod_follow.py)"),
+    "K_ENTRY": (KIND_KEY, "a pod's Interface in a node's Open_vSwitch (its interface list entry as applied, JSON)",
+                "the node agent (ADD, the follower)", "the node agent's follower (daemons/pod_follow.py)"),
     "K_VMI": (KIND_KEY, "a VM's Logical_Switch_Port (the VMI whose launcher made it last)", "the watcher",
               "cluster/pod_ports.py (plan_drop: a restarted VM's interfaces it no longer has)"),
     "K_LAUNCHERS": (KIND_KEY, "a VM's Logical_Switch_Port (the UIDs of its running launcher pods)",

@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -35,13 +36,14 @@ from .. import cni
 from ..cluster import annotations, vms
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import (
-    CNI_TYPE, DEFAULT_SOCKET, IPAM_TYPE, K_CONTAINER, K_INTERFACE, K_POD_REF, K_UID, NODE_AGENT, VETH_ALIAS_PREFIX)
+    CNI_TYPE, DEFAULT_SOCKET, IPAM_TYPE, K_CONTAINER, K_ENTRY, K_INTERFACE, K_POD_REF, K_SANDBOX, K_UID, NODE_AGENT,
+    VETH_ALIAS_PREFIX)
 from ..node import port_mirrors
 from ..node.netns import HAS_NETLINK, netlink, step, tx_off
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.execution import execute, reconcile
 from ..resources.ovs import OVS_TABLES, Port
-from . import agent_socket, settings as daemon
+from . import agent_socket, pod_follow, settings as daemon
 from .ovs_attachment import INTERFACE_EXISTS, OvsAttachment, vlan_ranges
 from .pod_truth import PodTruth
 
@@ -91,7 +93,10 @@ class AgentConfig(daemon.Settings):
                 # the socket's bounds: open connections (one more is refused at
                 # once), seconds a connection has to send its request, and the
                 # threads that answer requests
-                "max_connections": 512, "request_seconds": 10, "workers": 64}
+                "max_connections": 512, "request_seconds": 10, "workers": 64,
+                # a running pod's interfaces follow its list (the follower), and
+                # how it lists and watches the node's pods
+                "follow": True, "resync_seconds": 300, "watch_seconds": 10, "max_backoff_seconds": 30}
 
     def check(self):
         if not isinstance(self.ovs_bridges, dict):
@@ -103,14 +108,15 @@ class AgentConfig(daemon.Settings):
                 vlan_ranges(vlans, "ovs_bridges.%s" % bridge)
             except ValueError as exc:
                 raise ValidationError("node agent config: %s" % exc)
-        for field, low in (("max_connections", 1), ("request_seconds", 1), ("workers", 1)):
+        for field, low in (("max_connections", 1), ("request_seconds", 1), ("workers", 1), ("resync_seconds", 1),
+                           ("watch_seconds", 1), ("max_backoff_seconds", 1)):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValidationError("node agent config: %s must be a whole number of at least %d, not %r" % (
                     field, low, value))
 
 
-class NodeAgent(OvsAttachment, PodTruth):
+class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
     """Serves CNI requests; :meth:`run` blocks until :meth:`stop`."""
 
     def __init__(self, config, api_client=None):
@@ -125,42 +131,7 @@ class NodeAgent(OvsAttachment, PodTruth):
         self.server = None
         self.node_name = config.node_name or socket.gethostname()
         self.stopping = threading.Event()
-
-    # -- stale ports -----------------------------------------------------------
-    def sweep(self):
-        """Remove the product's ports on this node that no pod needs any
-        more, and their veths: after a reboot (the devices are gone, the
-        OVS database is not), an agent crash, or a CNI DEL that never came
-        (the pod is gone from the API). Only ports the product made (an
-        ``K_CONTAINER`` mark) are looked at. Without the API only
-        the ports whose device is gone are removed. Returns their names."""
-        def owned(idl):
-            return [(iface.name, iface.external_ids.get(K_UID)) for iface in idl.tables["Interface"].rows.values()
-                    if iface.external_ids.get(K_CONTAINER)]
-        ports = self.ovs.read(owned)
-        if not ports:
-            return []
-        live = None
-        try:
-            pods = self.core.list_pod_for_all_namespaces(field_selector="spec.nodeName=%s" % self.node_name)
-            live = set(pod.metadata.uid for pod in pods.items)
-        except Exception as exc:  # noqa: the API may be away; devices are still checked
-            LOG.warning("sweep: no pod list (%s); removing only ports whose device is gone", exc)
-        present = self._node(lambda ipr: set(link.get_attr("IFLA_IFNAME") for link in ipr.get_links()))
-        stale = sorted(name for name, uid in ports
-                       if name not in present or (live is not None and uid and uid not in live))
-        if stale:
-            self._remove(stale)
-            LOG.info("sweep: removed %d stale ports: %s", len(stale), ", ".join(stale))
-        return stale
-
-    def _sweep_loop(self):
-        while not self.stopping.is_set():
-            try:
-                self.sweep()
-            except Exception:  # noqa: logged whole; the next round tries again
-                LOG.exception("sweep")
-            self.stopping.wait(self.config.sweep_seconds)
+        self.follower = pod_follow.Follower(self) if config.follow else None
 
     # -- the socket ----------------------------------------------------------
     def run(self):
@@ -175,10 +146,15 @@ class NodeAgent(OvsAttachment, PodTruth):
         daemon.notify_ready()       # systemd (Type=notify): a node is booted once its agent listens
         sweeper = threading.Thread(target=self._sweep_loop, name="sweep", daemon=True)
         sweeper.start()
+        following = self.follower.start() if self.follower else []
         try:
             self.server.serve()
         finally:
             self.stopping.set()
+            if self.follower:
+                self.follower.stop()
+            for thread in following:
+                thread.join(self.config.ovsdb_timeout)
             sweeper.join(self.config.ovsdb_timeout * 2)
             self.ovs.close()
 
@@ -319,8 +295,18 @@ class NodeAgent(OvsAttachment, PodTruth):
 
     # -- ADD ---------------------------------------------------------------
     def add(self, request):
-        marks = [("", time.monotonic())]      # where an ADD's time goes, in its log line
         namespace, name = self._pod(request)
+        key = "%s/%s" % (namespace, name)
+        if self.follower:
+            self.follower.begin_add(key)
+        try:
+            return self._add(request, namespace, name, key)
+        finally:
+            if self.follower:
+                self.follower.end_add(key)      # a change of its list meanwhile is followed now
+
+    def _add(self, request, namespace, name, key):
+        marks = [("", time.monotonic())]      # where an ADD's time goes, in its log line
         uid, owner, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
         marks.append(("api", time.monotonic()))
         config = request["config"]
@@ -336,10 +322,15 @@ class NodeAgent(OvsAttachment, PodTruth):
         netdev = self._netdev()
         hosts = [(cni.host_ifname(uid, entry["interface"]), entry) for entry in entries]
         made = []       # the veths this ADD made: only those are undone
+        # where the runtime's namespace is, for the follower: a whole pod's ADD only
+        stat = os.stat(netns)
+        sandbox = None if config.get("provider") else {
+            "netns": request["netns"], "id": "%d:%d" % (stat.st_dev, stat.st_ino), "mtu": config.get("mtu")}
         try:
-            self._veths(netns, hosts, config.get("mtu"), netdev, request["container_id"], made)
-            marks.append(("netlink", time.monotonic()))
-            self._attach(hosts, owner, namespace, name, uid, request["container_id"])
+            with self._lock(key):
+                self._veths(netns, hosts, config.get("mtu"), netdev, request["container_id"], made)
+                marks.append(("netlink", time.monotonic()))
+                self._attach(hosts, owner, namespace, name, uid, request["container_id"], sandbox)
             marks.append(("ovs", time.monotonic()))
             self._wait_installed(made)
             marks.append(("installed", time.monotonic()))
@@ -418,16 +409,27 @@ class NodeAgent(OvsAttachment, PodTruth):
         self._node(node_side)
         netlink(netns, pod_side)
 
-    def _attach(self, hosts, owner, namespace, name, uid, container_id):
+    def _attach(self, hosts, owner, namespace, name, uid, container_id, sandbox=None):
         """The OVS ports of the pod's veths, each naming its logical port
-        (``owner``'s: a VM's launcher attaches the VM's)."""
-        config = [{"name": host, "bridge": self.config.bridge, "external_ids": {
+        (``owner``'s: a VM's launcher attaches the VM's); with ``sandbox``
+        (a whole pod's), where its namespace is and each entry as applied."""
+        config = [{"name": host, "bridge": self.config.bridge, "external_ids": dict({
             "iface-id": owner.port_name(entry["interface"]), "attached-mac": entry["mac_address"],
             K_UID: uid, K_CONTAINER: container_id, K_INTERFACE: entry["interface"],
-            K_POD_REF: "%s/%s" % (namespace, name)}}
+            K_POD_REF: "%s/%s" % (namespace, name)}, **({} if sandbox is None else {
+                K_SANDBOX: pod_follow.canonical(sandbox), K_ENTRY: pod_follow.canonical(entry)}))}
             for host, entry in hosts]
         reconcile(Port(), config, "merged", self.ovs)
         self.follow_taps()
+
+    def _record(self, hosts):
+        """Each ``(host, entry)``'s entry as now applied, on its OVS row."""
+        reconcile(Port(), [{"name": host, "bridge": self.config.bridge, "external_ids": {
+            K_ENTRY: pod_follow.canonical(entry)}} for host, entry in hosts], "merged", self.ovs)
+
+    def _lock(self, key):
+        """The pod's mutations, one at a time with the follower's."""
+        return self.follower.lock_of(key) if self.follower else contextlib.suppress()
 
     def follow_taps(self):
         """Make the node's taps' mirrors from their declarations, with the
@@ -455,6 +457,11 @@ class NodeAgent(OvsAttachment, PodTruth):
     def delete(self, request):
         """Remove the container's interfaces and ports; called once per
         attachment (a ``provider`` in the config), only ``CNI_IFNAME``'s."""
+        args = request["args"]
+        with self._lock("%s/%s" % (args.get("K8S_POD_NAMESPACE"), args.get("K8S_POD_NAME"))):
+            self._delete(request)
+
+    def _delete(self, request):
         container = request["container_id"]
         only = request["ifname"] if request["config"].get("provider") else None
         hosts = self.ovs.read(lambda idl: set(

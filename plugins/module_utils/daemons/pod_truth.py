@@ -134,14 +134,16 @@ class PodTruth:
         # the runtime)
         inside = [i for i in interfaces if i.get("sandbox")]
         guests = set(e["interface"] for e in entries if e.get("dhcp"))
+        listed = set(e["interface"] for e in entries)
         addressed = [i for i in inside if i.get("name") not in guests]
         unindexed = next((i for i in inside if i.get("name") == request["ifname"]),
                          addressed[0] if addressed else None)
         for item in previous.get("ips", []):
             index = item.get("interface")
             target = unindexed if index is None else interfaces[index] if interfaces[index].get("sandbox") else None
-            # an address its guest holds (cni.result gives it for a pod of guests' interfaces only)
-            if target is not None and target.get("name") not in guests:
+            # an address its guest holds (cni.result gives it for a pod of guests' interfaces only);
+            # one of an interface the list no longer names went with it (the follower)
+            if target is not None and target.get("name") not in guests and target.get("name") in listed:
                 wanted.append((target.get("name"), target.get("mac"), item.get("address")))
 
         def check(pod_ns):

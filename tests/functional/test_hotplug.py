@@ -1,0 +1,143 @@
+"""Interfaces added to and removed from running pods, on the node (issue
+36): the node agent as a process on a real node (ovs-vswitchd netdev,
+ovn-controller), the pods' interface lists written on the API stand-in as
+the watcher writes them (the core's functions; the watcher's own part is
+tests/functional/test_pod_changes.py). Everything is checked from outside
+the agent: the OVS database, the node's and the pod's links, the data
+plane."""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
+from tests.harness.cni_env import running
+from tests.harness.dataplane import ip, ns_name, ping
+
+NET0 = {"name": "net1", "interface": "net0"}
+NET1 = {"name": "net2", "interface": "net1"}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, collections_path):
+    with running(str(tmp_path_factory.mktemp("hotplug")), collections_path) as environment:
+        yield environment
+
+
+def rows_of(env, pod):
+    """``{interface: its Interface row's name}`` of the pod, in the node's OVS."""
+    box = env.node.box
+    out = box.run("ovs-vsctl", "--db=" + box.ovs_db, "--format=json", "--columns=name,external_ids", "list",
+                  "interface")
+    found = {}
+    for name, ids in json.loads(out)["data"]:
+        marks = dict(ids[1])
+        if marks.get("ovn4nfv-pod") == "default/" + pod:
+            found[marks.get("ovn4nfv-interface")] = name
+    return found
+
+
+def wait_rows(env, pod, interfaces, timeout=30):
+    """Block until the pod's OVS rows are exactly ``interfaces``, each
+    installed by ovn-controller, woken by the OVS database's updates."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
+
+    def there(idl):
+        rows = [r for r in idl.tables["Interface"].rows.values()
+                if r.external_ids.get("ovn4nfv-pod") == "default/" + pod]
+        return sorted(r.external_ids.get("ovn4nfv-interface") for r in rows) == sorted(interfaces) and all(
+            r.external_ids.get("ovn-installed") == "true" for r in rows)
+    with ovsdb.Database(env.node.box.ovs_db, ovsdb.OVS_SCHEMA, ("Interface",)) as db:
+        done = db.wait_for(there, timeout)
+    assert done, "pod %s: not %s; agent log:\n%s" % (pod, interfaces, env.log_text())
+
+
+def pod_links(netns):
+    return sorted(line.split(":")[1].strip().split("@")[0]
+                  for line in ip("ip", "-o", "link", netns=netns).stdout.splitlines())
+
+
+def address_of(netns, ifname):
+    out = ip("ip", "-o", "-4", "addr", "show", "dev", ifname, netns=netns).stdout
+    return out.split()[3].split("/")[0] if out.strip() else None
+
+
+def change(env, name, *requests, drop=()):
+    """What the watcher does when the pod's request becomes ``requests``:
+    ports made for the new ones, the dropped interfaces' ports deleted, the
+    list written anew."""
+    for interface in drop:
+        env.node.box.nbctl("--if-exists", "lsp-del", "default_%s_%s" % (name, interface))
+    _netns, patch = env.watcher_ran(env.api.pod("default", name), *requests)
+    env.api.set_annotations("default", name, dict(patch, **{ann.OVN_NETWORK: json.dumps(list(requests))}))
+    return json.loads(patch[ann.IFACE_LIST])
+
+
+def test_an_interface_added_and_removed_while_the_first_carries_traffic(env):
+    """While a steady ping runs on net0, net1 is added (it then carries
+    traffic) and removed (its OVS port, its veth and the pod's link gone);
+    the ping on net0 loses nothing, and CHECK and DEL see the pod as it is."""
+    peer = env.pod("hpeer", NET0, NET1)
+    assert env.cni("ADD", "hpeer", peer, "ctr-hpeer")[0] == 0
+    netns = env.pod("hp", NET0)
+    code, result, err = env.cni("ADD", "hp", netns, "ctr-hp")
+    assert code == 0, (result, err, env.log_text())
+    env.node.wait_hv()
+    target = address_of(peer, "net0")
+    steady = subprocess.Popen(["ip", "netns", "exec", ns_name(netns), "ping", "-n", "-i", "0.01", "-w", "60",
+                               target], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    try:
+        assert ping(netns, target), "net0 carries traffic before"
+        change(env, "hp", NET0, NET1)
+        wait_rows(env, "hp", ["net0", "net1"])
+        assert pod_links(netns) == ["lo", "net0", "net1"] and address_of(netns, "net1").startswith("172.16.2.")
+        env.node.wait_hv()
+        assert ping(netns, address_of(peer, "net1")), "the added interface carries traffic"
+        host = rows_of(env, "hp")["net1"]
+        change(env, "hp", NET0, drop=["net1"])
+        wait_rows(env, "hp", ["net0"])
+        assert pod_links(netns) == ["lo", "net0"], "the pod's link is gone"
+        assert host not in env.node_links(), "the node's veth is gone"
+        assert "default_hp_net1" not in env.node.box.nbctl("--bare", "--columns=name", "list", "logical_switch_port")
+        assert ping(netns, target), "net0 carries traffic after"
+    finally:
+        steady.send_signal(2)       # SIGINT: ping prints its summary
+        out, _err = steady.communicate(timeout=30)
+    sent, received = map(int, re.search(r"(\d+) packets transmitted, (\d+) received", out).groups())
+    assert sent > 50 and received == sent, "net0 lost %d of %d while net1 came and went" % (sent - received, sent)
+    code, out, _err = env.cni("CHECK", "hp", netns, "ctr-hp", prevResult=result)
+    assert code == 0, out
+    assert env.cni("DEL", "hp", netns, "ctr-hp")[0] == 0
+    assert rows_of(env, "hp") == {}
+
+
+def test_a_list_that_drops_an_interface_ovn_still_holds_removes_nothing(env):
+    """The pod's owner rewrites its list to drop net1 while OVN keeps its
+    port: the follower leaves the interface, saying why."""
+    netns = env.pod("hf", NET0, NET1)
+    assert env.cni("ADD", "hf", netns, "ctr-hf")[0] == 0
+    listed = ann.parse_iface_list(env.api.pod("default", "hf")["metadata"]["annotations"][ann.IFACE_LIST])
+    env.api.set_annotations("default", "hf", ann.output_annotations(listed[:1]))
+    assert env.wait_log("OVN still holds default_hf_net1", 60), env.log_text()
+    assert sorted(rows_of(env, "hf")) == ["net0", "net1"] and pod_links(netns) == ["lo", "net0", "net1"]
+    assert env.cni("DEL", "hf", netns, "ctr-hf")[0] == 0
+
+
+def test_a_change_written_while_the_agent_is_down_is_applied_when_it_starts(env):
+    netns = env.pod("hd", NET0)
+    assert env.cni("ADD", "hd", netns, "ctr-hd")[0] == 0
+    env.stop_agent()
+    try:
+        change(env, "hd", NET0, NET1)
+    finally:
+        env.start_agent()
+    wait_rows(env, "hd", ["net0", "net1"])
+    assert pod_links(netns) == ["lo", "net0", "net1"]
+    # and a default route that moves to the new interface is moved in place
+    change(env, "hd", NET0, dict(NET1, default_gateway=True))
+    assert env.wait_log("pod default/hd: followed its list: mended net1", 30), env.log_text()
+    assert "default via 172.16.2.1 dev net1" in ip("ip", "route", netns=netns).stdout
+    assert env.cni("DEL", "hd", netns, "ctr-hd")[0] == 0
+    assert rows_of(env, "hd") == {}
