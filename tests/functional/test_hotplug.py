@@ -141,3 +141,31 @@ def test_a_change_written_while_the_agent_is_down_is_applied_when_it_starts(env)
     assert "default via 172.16.2.1 dev net1" in ip("ip", "route", netns=netns).stdout
     assert env.cni("DEL", "hd", netns, "ctr-hd")[0] == 0
     assert rows_of(env, "hd") == {}
+
+
+def test_the_multus_way_an_attachment_added_before_the_watcher_served_it(env):
+    """The Multus dynamic-networks controller calls the delegate's ADD for
+    an attachment it adds to a running pod, often before the watcher has
+    served the changed selections: the per-attachment ADD waits until the
+    list names its interface, then makes it; its DEL removes it alone. The
+    follower leaves such a pod's interfaces to those calls."""
+    import threading
+    netns = env.pod("hm", NET0)
+    code, result, _err = env.cni("ADD", "hm", netns, "ctr-hm", ifname="net0", provider="ovnnet.default.ovn")
+    assert code == 0, result
+    env.api.set_annotations("default", "hm", {ann.MULTUS_NETWORKS: "ovnnet"})    # the pod is Multus's
+    outcome = {}
+    adding = threading.Thread(target=lambda: outcome.update(answer=env.cni(
+        "ADD", "hm", netns, "ctr-hm", ifname="net1", provider="ovnnet.default.ovn")))
+    adding.start()
+    try:
+        change(env, "hm", NET0, NET1)       # the watcher, later
+    finally:
+        adding.join(60)
+    code, result, err = outcome["answer"]
+    assert code == 0, (result, err, env.log_text())
+    assert [i["name"] for i in result["interfaces"] if i.get("sandbox")] == ["net1"]
+    assert pod_links(netns) == ["lo", "net0", "net1"]
+    assert env.cni("DEL", "hm", netns, "ctr-hm", ifname="net1", provider="ovnnet.default.ovn")[0] == 0
+    assert pod_links(netns) == ["lo", "net0"] and sorted(rows_of(env, "hm")) == ["net0"]
+    assert env.cni("DEL", "hm", netns, "ctr-hm", ifname="net0", provider="ovnnet.default.ovn")[0] == 0

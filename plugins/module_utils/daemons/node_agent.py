@@ -262,12 +262,23 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
         raise cni.CNIError(ANNOTATION_TIMEOUT, "pod %s/%s has no %s after %ss; is the watcher running?" % (
             namespace, name, what, self.config.annotation_seconds))
 
-    def _entries(self, namespace, name, uid=None):
+    def _entries(self, namespace, name, uid=None, ifname=None):
         """The pod's UID, who its ports belong to (the pod, or the VM it
         launches: :func:`..cluster.vms.owner_of`) and its ``ovnIfaceList``,
-        once the watcher wrote it."""
-        pod = self._await_pod(namespace, name, lambda found: found.get(annotations.IFACE_LIST),
-                              annotations.IFACE_LIST, uid)
+        once the watcher wrote it (naming ``ifname``, for one attachment:
+        one the Multus dynamic-networks controller adds to a running pod
+        may come before the watcher served the change)."""
+        def ready(found):
+            text = found.get(annotations.IFACE_LIST)
+            if not text or ifname is None:
+                return bool(text)
+            try:
+                return any(isinstance(e, dict) and e.get("interface") == ifname
+                           for e in annotations.parse_iface_list(text))
+            except (ValueError, ValidationError):
+                return False
+        pod = self._await_pod(namespace, name, ready, annotations.IFACE_LIST + (
+            " naming %s" % ifname if ifname else ""), uid)
         return pod.metadata.uid, vms.owner_of(pod.metadata), annotations.parse_iface_list(
             pod.metadata.annotations[annotations.IFACE_LIST])
 
@@ -307,9 +318,10 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
 
     def _add(self, request, namespace, name, key):
         marks = [("", time.monotonic())]      # where an ADD's time goes, in its log line
-        uid, owner, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"))
-        marks.append(("api", time.monotonic()))
         config = request["config"]
+        uid, owner, entries = self._entries(namespace, name, request["args"].get("K8S_POD_UID"),
+                                            request["ifname"] if config.get("provider") else None)
+        marks.append(("api", time.monotonic()))
         entries = cni.select_entries(entries, request["ifname"], bool(config.get("provider")))
         self._confirm(owner, entries, launcher=uid if vms.vm_of(owner.name) else None)
         marks.append(("sb", time.monotonic()))
