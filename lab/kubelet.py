@@ -27,6 +27,9 @@ sandbox and network namespace and calls the CNI plugin itself.
                                            would); one that exists is kept
     kubelet.py annotations POD             the pod's annotations, as the API has
                                            them
+    kubelet.py request POD ANNOTATION_JSON the running pod's request changed (its
+                                           ovnNetwork, merge-patched as kubectl
+                                           annotate would)
     kubelet.py events POD REASON           the messages of the pod's Events of
                                            REASON (about this pod, by its UID),
                                            once there is one, or none after 10 s
@@ -449,6 +452,9 @@ def main(argv):
         result = delete(argv[2], cni_del=False)
     elif argv[1] == "annotations" and len(argv) == 3:
         result = api("GET", "/api/v1/namespaces/%s/pods/%s" % pod_ref(argv[2]))["metadata"].get("annotations") or {}
+    elif argv[1] == "request" and len(argv) == 4:
+        result = api("PATCH", "/api/v1/namespaces/%s/pods/%s" % pod_ref(argv[2]), {
+            "metadata": {"annotations": {"ovnNetwork": argv[3]}}}, content_type=MERGE_PATCH)["metadata"]["uid"]
     elif argv[1] == "events" and len(argv) == 4:
         result = events(argv[2], argv[3])
     elif argv[1] == "register":

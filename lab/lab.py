@@ -27,7 +27,7 @@ import json
 import os
 import sys
 
-from lab import containers, credentials, host, migration, playbooks, providers, scenarios, workload
+from lab import containers, credentials, host, hotplug, migration, playbooks, providers, scenarios, workload
 
 
 def deps(session, args):
@@ -105,6 +105,10 @@ def check_providers(session, args):
     return providers.run(session)
 
 
+def check_hotplug(session, args):
+    return hotplug.run(session)
+
+
 def reboot(session, args):
     hosts = session.layout.hosts()
     if args.node not in hosts:
@@ -135,6 +139,8 @@ COMMANDS = {
                          "its last line: migration: lost= sent= interruption_ms= tcp_survived="),
     "providers": (check_providers, "check the provider networks from outside: the fabric's VLANs, no NAT, "
                                    "isolation, a VNF's trunk, the master's refusal; its last line: providers: provider_ok="),
+    "hotplug": (check_hotplug, "a running pod gains a second network and loses it while its first carries "
+                               "traffic; a bad request refused; its last line: hotplug: hotplug_ok="),
 }
 
 
