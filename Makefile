@@ -151,6 +151,7 @@ bench: venv
 	$(PY) -m benchmarks.resync
 	$(PY) -m benchmarks.raft
 	$(PY) -m benchmarks.migration
+	$(PY) -m benchmarks.hotplug
 
 # Molecule scenarios under extensions/molecule, against this working tree,
 # each as scenario:release. The roles' scenarios and the RAFT central run on
