@@ -1,5 +1,6 @@
 """The churn soak of benchmarks/churn.py, shorter: pods created, changed,
-relabelled and deleted at random on three networks (one fills up), and
+relabelled, given a second interface and relieved of it while they run
+(issue 36), and deleted at random on three networks (one fills up), and
 policies created, changed and deleted, while every kind of fault is
 injected once; then, read from outside the product, no port leaked, none
 came back after its pod was deleted, no address is held twice, nothing a
@@ -18,6 +19,7 @@ def test_churn_with_every_fault_converges_clean(tmp_path, collections_path):
         assert (result["leaked"], result["resurrected"], result["duplicated_ips"], result["missing"]) == \
             (0, 0, 0, 0), (line(result), churn.cluster.log_text(), churn.env.log_text())
         assert result["pods"] > 0
+        assert result["hot_changes"] > 0, "running pods gained and lost interfaces (issue 36)"
         assert result["policies"] > 0, "some policies were made"
         assert result["stale_policy_addresses"] == [], ("a gone pod's address stayed admitted", result, churn.cluster.log_text()[-6000:])
         assert churn.api.denied == [], "a component asked for what its RBAC manifest does not grant"

@@ -63,7 +63,7 @@ class Churn:
         self.api = self.env.api
         self.pods = {}          # name -> {"netns", "container", "added", "uid"}
         self.deleted = {}       # uid -> monotonic time of the API delete
-        self.ops = self.faults = 0
+        self.ops = self.faults = self.hot_changes = 0
         self.last_fault = time.monotonic()
         self.serial = 0
         self.policies = set()
@@ -96,6 +96,25 @@ class Churn:
     def change(self):
         name = self.rng.choice(sorted(self.pods))
         self.api.set_annotations(NAMESPACE, name, {"churn/touched": str(self.ops)})
+
+    def hot(self):
+        """A running pod's request gains a second interface, or loses it
+        (issue 36): the watcher and the node agent's follower make the pod
+        follow it."""
+        added = sorted(n for n, p in self.pods.items() if p["added"])
+        if not added:
+            return self.change()
+        name = self.rng.choice(added)
+        entries = json.loads(self.api.pod(NAMESPACE, name)["metadata"]["annotations"][ann.OVN_NETWORK])
+        if entries[0]["name"] == "tiny":
+            return self.change()
+        if len(entries) == 1:
+            entries.append({"name": "net2" if entries[0]["name"] == "net1" else "net1", "interface": "net1"})
+        else:
+            entries = entries[:1]
+        self.api.set_annotations(NAMESPACE, name, {ann.OVN_NETWORK: json.dumps(entries)})
+        self.hot_changes += 1
+        return None
 
     def label(self):
         name = self.rng.choice(sorted(self.pods))
@@ -145,8 +164,10 @@ class Churn:
             self.create()
         elif roll < 0.7:
             self.delete(send_del=self.rng.random() > 0.1)       # now and then the DEL never comes
-        elif roll < 0.8:
+        elif roll < 0.75:
             self.change()
+        elif roll < 0.8:
+            self.hot()
         elif roll < 0.9:
             self.label()
         else:
@@ -283,8 +304,8 @@ class Churn:
                        if r["external_ids"].get("ovn4nfv-policy") for a in _set(r["addresses"]) if a not in live)
         groups = [r for r in self.env.node.box.rows("nb", "Port_Group")
                   if r["external_ids"].get("ovn4nfv-policy")]
-        return {"ops": self.ops, "faults": self.faults, "leaked": leaked, "resurrected": resurrected,
-                "duplicated_ips": duplicated, "missing": missing, "converge_s": converge_s,
+        return {"ops": self.ops, "faults": self.faults, "hot_changes": self.hot_changes, "leaked": leaked,
+                "resurrected": resurrected, "duplicated_ips": duplicated, "missing": missing, "converge_s": converge_s,
                 "pods": len(self.pods), "stale_policy_addresses": stale, "policies": len(groups)}
 
     def stop(self):
