@@ -38,7 +38,8 @@ import logging
 import threading
 import time
 
-from ..cluster import annotations, chains, multi_policies, pod_addresses, pod_ports, remote_mirrors, services, vms
+from ..cluster import (
+    annotations, chains, multi_policies, pod_addresses, pod_changes, pod_ports, remote_mirrors, services, vms)
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import K_BASELINE, K_NAMESPACE, K_POD, WATCHER
@@ -61,7 +62,7 @@ except ImportError:  # pragma: no cover - the daemon needs it; modules do not
 
 LOG = logging.getLogger("ovn4nfv.watcher")
 # Event reasons, besides pod_ports' (InvalidNetworkRequest, UnknownNetwork,
-# AddressConflict, AddressPoolExhausted)
+# AddressConflict, AddressPoolExhausted) and pod_changes' (InterfaceChangeRefused)
 IGNORED = "IgnoredAnnotation"
 
 
@@ -363,20 +364,15 @@ class Watcher:
 
     def _serve(self, key, pod, found, requests, owner):
         meta = pod.metadata
+        # a pod follows its request; a VM's ports go by the K_VMI rule (sole, below)
+        follow = None if vms.vm_of(owner.name) else self.addresses
 
         def state(idl):
-            """What to write on the pod (None while an address is not
-            there), whether its ports honour the request, and whether they
-            have their port security."""
-            view = View(idl)
-            entries = pod_ports.interface_list(view, owner, requests)
-            if not entries:
-                return None, False, False
-            return (pod_ports.pod_annotations(view, owner, requests, entries),
-                    pod_ports.matches_requests(entries, requests), pod_ports.secured(view, owner, requests))
+            """What to write, whether the ports honour the request, have their port security, and what changed."""
+            return pod_changes.state(View(idl), owner, requests, found, follow)
 
-        patch, right, secured = self.nb.read(state)
-        if patch and right and secured and all(found.get(k) == v for k, v in patch.items()):
+        patch, right, secured, changed = self.nb.read(state)
+        if patch and right and secured and not changed and all(found.get(k) == v for k, v in patch.items()):
             self._served(key, (meta.uid, found))
             return      # already done, as the MODIFIED event of our own patch shows
         planner = self.vms.planner(owner) if vms.vm_of(owner.name) else key
@@ -389,6 +385,12 @@ class Watcher:
             labels = dict(meta.labels or {}) if self.policies else None
             # a VM's only launcher: the VM's ports of interfaces it no longer asks for go
             sole = vms.vm_of(owner.name) and len(self.vms.running(owner)) == 1
+            if changed:
+                # what it no longer asks for, or asks for anew, goes first, in its own
+                # transaction; a refused change (InterfaceChangeRefused, bad input) drops nothing
+                pod_ip = getattr(pod.status, "pod_ip", None)
+                self._execute(lambda view: pod_changes.plan_changes(view, owner, requests, found, follow, pod_ip))
+                LOG.info("pod %s: %s", key, changed)
 
             def plan(view):
                 batch = pod_ports.plan_pod(view, owner, pod_ports.pinned(view, owner, requests, found),
@@ -401,16 +403,16 @@ class Watcher:
             self.pending.pop(key, None)
             self._refuse(key, pod, exc.reason, str(exc))
             if exc.reason == pod_ports.UNKNOWN_NETWORK and found.get(annotations.IFACE_LIST):
-                self._strand(key, meta, found, requests)
+                self._strand(key, meta, found, requests, owner)
             return
         self.exhausted.discard(key)
-        patch, _right, secured = self.nb.read(state)
+        patch, _right, secured, _changed = self.nb.read(state)
         if patch is None:
             # a port ovn-northd addresses (made by an earlier version) waits
             # for it; the NB listener queues the key when the address comes,
             # and a look after the mark catches one that came before it
             self.pending.setdefault(key, time.monotonic())
-            patch, _right, secured = self.nb.read(state)
+            patch, _right, secured, _changed = self.nb.read(state)
             if patch is None:
                 self._await_address(key, pod, owner, requests)
                 return
@@ -426,7 +428,7 @@ class Watcher:
             "%s=%s" % (e["interface"], e["ip_address"])
             for e in annotations.parse_iface_list(patch[annotations.IFACE_LIST])) or "addresses for other CNIs")
 
-    def _strand(self, key, meta, found, requests):
+    def _strand(self, key, meta, found, requests, owner):
         """A served pod one of whose networks is gone: its interface list
         keeps only the interfaces whose networks remain, so that nothing
         reads it as naming a network that no longer exists."""
@@ -434,7 +436,7 @@ class Watcher:
             entries = annotations.parse_iface_list(found[annotations.IFACE_LIST])
         except (ValueError, ValidationError):
             return
-        kept = self.nb.read(lambda idl: pod_ports.surviving_entries(View(idl), requests, entries))
+        kept = self.nb.read(lambda idl: pod_ports.surviving_entries(View(idl), owner, requests, entries))
         if len(kept) != len(entries):
             self.writer.patch(meta, {"metadata": {"annotations": annotations.output_annotations(kept)}})
             LOG.info("pod %s: interfaces on deleted networks dropped from its list; %d left", key, len(kept))
