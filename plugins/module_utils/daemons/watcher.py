@@ -14,7 +14,9 @@ tombstoned, so nothing creates its ports again.
 For each key a worker makes OVN hold exactly the ports the cached pod asks
 for: it removes the ports of any other pod of that name (gone, or an
 earlier one), checks the request (:mod:`..cluster.annotations`, against
-:mod:`..cluster.request_schema`), creates the ports (:mod:`..cluster.pod_ports`)
+:mod:`..cluster.request_schema`), deletes the ports of a running pod's
+interfaces it no longer asks for or asks for anew, or refuses the change
+(:mod:`..cluster.pod_changes`), creates the ports (:mod:`..cluster.pod_ports`)
 and, once OVN has assigned the dynamic addresses, writes ``ovnIfaceList``
 and ``k8s.plugin.opnfv.org/ovnInterfaces`` with a merge patch. Waiting for
 OVN holds no worker: the NB's update stream queues the key again. A full
