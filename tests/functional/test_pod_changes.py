@@ -120,6 +120,13 @@ def held_anywhere(state, address):
     return any(address in p.addresses.split() for p in state.ports.values())
 
 
+def logged(log, count):
+    """``[(event, port name)]`` of the port log once it has ``count`` of
+    them (its IDL is not the one the test waited on)."""
+    log.wait_for(lambda found: len(found.events) >= count, TIMEOUT)
+    return [(e, n) for e, n, _u, _t in log.events]
+
+
 def events(env, name, reason):
     return [e for e in env.events_for(name) if e["reason"] == reason]
 
@@ -157,8 +164,7 @@ def test_an_interface_removed_loses_its_port_its_address_its_sets_and_its_dhcp_r
                    and "hp_shrink_dn0" not in s.dhcp)
         assert not held_anywhere(state, address)
         assert mine(state, "shrink")["net0"].uuid == kept.uuid
-        assert sorted((e, n) for e, n, _u, _t in log.events) == [("delete", "hp_shrink_dn0"),
-                                                                  ("delete", "hp_shrink_net1")], log.events
+        assert sorted(logged(log, 2)) == [("delete", "hp_shrink_dn0"), ("delete", "hp_shrink_net1")], log.events
     finally:
         log.close()
     # its address is free: another pod takes it, static
@@ -175,8 +181,7 @@ def test_a_changed_static_address_replaces_the_port(env):
         wait_listed(env, "restatic", ["net0", "net1"], lambda e: ip_of(e[1]) == "172.16.1.200")
         state = nb(env, lambda s: "172.16.1.200" in getattr(mine(s, "restatic").get("net1"), "addresses", ""))
         assert not held_anywhere(state, old), "replaced: its old address is not kept"
-        assert [(e, n) for e, n, _u, _t in log.events] == [("delete", "hp_restatic_net1"),
-                                                             ("create", "hp_restatic_net1")], log.events
+        assert logged(log, 2) == [("delete", "hp_restatic_net1"), ("create", "hp_restatic_net1")], log.events
     finally:
         log.close()
     assert ip_of(create(env, "taker2", iface("net1", "net0", ip_address=old))[0]) == old
@@ -285,3 +290,32 @@ def test_a_change_then_the_pod_s_deletion_leaks_nothing(env):
         log.close()
     # and its addresses are free: the static one is taken by another
     assert ip_of(create(env, "after", iface("net1", "net0", ip_address="172.16.1.233"))[0]) == "172.16.1.233"
+
+
+def test_a_trunk_s_vlan_stays_while_it_is_asked_for_as_it_is_and_is_replaced_with_its_nesting(env):
+    """A trunk's VLAN is OVN's nested port (``parent_name``, ``tag``): one
+    served as asked is left as it is, whatever else changes; one whose
+    network changes is made anew, nested as before. (Its name is the
+    trunk's and its VID: no plain interface may take it.)"""
+    trunk = iface("net1", "net0", vlans=[{"vlan": 10, "name": "net2"}])
+    env.api.create_pod(NS, "trunk", request(trunk))
+    wait_listed(env, "trunk", ["net0", "net0.10"])
+    log = env.port_log()
+    try:
+        ask(env, "trunk", trunk, iface("dnet", "net1", dhcp=True))
+        wait_listed(env, "trunk", ["net0", "net0.10", "net1"])
+        nb(env, lambda s: set(mine(s, "trunk")) == {"net0", "net0.10", "net1"})
+        assert logged(log, 1) == [("create", "hp_trunk_net1")], log.events
+        # net1 no longer configured by DHCP, the VLAN on another network: both replaced
+        ask(env, "trunk", iface("net1", "net0", vlans=[{"vlan": 10, "name": "default-net"}]), iface("dnet", "net1"))
+        entries = wait_listed(env, "trunk", ["net0", "net0.10", "net1"],
+                              lambda e: ip_of(e[1]).startswith("10.240.") and not e[2].get("dhcp"))
+        assert (entries[1]["parent"], entries[1]["vlan"]) == ("net0", 10)
+        nb(env, lambda s: getattr(mine(s, "trunk").get("net0.10"), "switch", None) == "default-net")
+        assert sorted(logged(log, 5)) == sorted([
+            ("create", "hp_trunk_net1"), ("delete", "hp_trunk_net1"), ("create", "hp_trunk_net1"),
+            ("delete", "hp_trunk_net0.10"), ("create", "hp_trunk_net0.10")]), log.events
+    finally:
+        log.close()
+    nested = dict((r["name"], r) for r in env.box.rows("nb", "Logical_Switch_Port"))["hp_trunk_net0.10"]
+    assert (nested["parent_name"], nested["tag"]) == ("hp_trunk_net0", 10), nested

@@ -154,6 +154,9 @@ class Watcher:
         # key -> (uid, annotations) of a pod served, as it reads once served:
         # its next event (our own patch, a status) with the same is no work
         self.served_as = {}
+        # key -> (uid, {ovnIfaceList: the list the watcher last wrote}): what a pod was told, which the
+        # cache may not have yet (our patch's event is late) when a change is judged against it
+        self.told = {}
         self.pending = {}           # key -> since when it waits for OVN's dynamic address
         # set once every pod has been listed into the cache: what selects
         # pods (policies) must not judge from a cache still empty
@@ -368,10 +371,9 @@ class Watcher:
         meta = pod.metadata
         # a pod follows its request; a VM's ports go by the K_VMI rule (sole, below)
         follow = None if vms.vm_of(owner.name) else self.addresses
-
-        def state(idl):
-            """What to write, whether the ports honour the request, have their port security, and what changed."""
-            return pod_changes.state(View(idl), owner, requests, found, follow)
+        told = dict(found, **self.told[key][1]) if self.told.get(key, (None,))[0] == meta.uid else found
+        # what to write, whether the ports honour the request, have their port security, and what changed
+        state = lambda idl: pod_changes.state(View(idl), owner, requests, told, follow)  # noqa: E731
 
         patch, right, secured, changed = self.nb.read(state)
         if patch and right and secured and not changed and all(found.get(k) == v for k, v in patch.items()):
@@ -390,12 +392,12 @@ class Watcher:
             if changed:
                 # what it no longer asks for, or asks for anew, goes first, in its own
                 # transaction; a refused change (InterfaceChangeRefused, bad input) drops nothing
-                pod_ip = getattr(pod.status, "pod_ip", None)
-                self._execute(lambda view: pod_changes.plan_changes(view, owner, requests, found, follow, pod_ip))
+                self._execute(lambda view: pod_changes.plan_changes(
+                    view, owner, requests, told, follow, getattr(pod.status, "pod_ip", None)))
                 LOG.info("pod %s: %s", key, changed)
 
             def plan(view):
-                batch = pod_ports.plan_pod(view, owner, pod_ports.pinned(view, owner, requests, found),
+                batch = pod_ports.plan_pod(view, owner, pod_ports.pinned(view, owner, requests, told),
                                            self.addresses, labels)
                 if sole:
                     batch.add(pod_ports.plan_drop(view, owner, [r.interface for r in requests], self.addresses))
@@ -434,10 +436,7 @@ class Watcher:
         """A served pod one of whose networks is gone: its interface list
         keeps only the interfaces whose networks remain, so that nothing
         reads it as naming a network that no longer exists."""
-        try:
-            entries = annotations.parse_iface_list(found[annotations.IFACE_LIST])
-        except (ValueError, ValidationError):
-            return
+        entries = pod_changes.served(found)      # [] when it does not parse: nothing to shorten
         kept = self.nb.read(lambda idl: pod_ports.surviving_entries(View(idl), owner, requests, entries))
         if len(kept) != len(entries):
             self.writer.patch(meta, {"metadata": {"annotations": annotations.output_annotations(kept)}})
@@ -478,6 +477,7 @@ class Watcher:
             pod = self.cache.get(key)
         if served is not None:
             self.served_as[key] = served
+            self.told[key] = (served[0], {annotations.IFACE_LIST: served[1].get(annotations.IFACE_LIST)})
         # its addresses are known (or gone): the Services that select it
         if pod is not None:
             self.services.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
@@ -491,6 +491,7 @@ class Watcher:
 
     def _forget(self, key):
         self.served_as.pop(key, None)
+        self.told.pop(key, None)
         self._served(key)
         self.reported.pop(key, None)
         self.queue.forget(key)
