@@ -405,8 +405,9 @@ def plan_release(view, namespace, name, keep=None, addresses=None):
 def plan_drop(view, owner, interfaces, addresses):
     """Delete ``owner``'s ports of interfaces other than ``interfaces`` that
     an earlier VMI's launcher made (``K_VMI``): a VM's that it no longer
-    has since it restarted with fewer. A running guest's stay, as a pod's
-    stay until it goes (:func:`plan_pod`)."""
+    has since it restarted with fewer. A running guest's stay (a migrating
+    VM has two launchers); a pod's go as its request changes
+    (:mod:`.pod_changes`)."""
     vmi = owner.extra.get(K_VMI)
     return plan_drop_rows(view, [row for row in addresses.ports_of(view, owner.namespace, owner.name)
                                  if vmi and cell(row, "external_ids").get(K_UID) == owner.uid
