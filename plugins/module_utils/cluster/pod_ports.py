@@ -80,11 +80,14 @@ def _own_ports(view, pod, requests):
     return out
 
 
-def plan_pod(view, pod, requests, addresses=None, labels=None):
+def plan_pod(view, pod, requests, addresses=None, labels=None, replaced=None):
     """Plan the ports of ``pod`` for ``requests`` (InterfaceRequest list):
-    create the missing ones and leave the right ones. (Interfaces dropped
-    from a running pod's annotation stay until the pod goes: changing a
-    running pod's networks is not supported.)
+    create the missing ones and leave the right ones. (The ports of
+    interfaces a running pod no longer asks for, or asks for anew, go
+    before, in a transaction of their own: :mod:`.pod_changes`.) With
+    ``replaced``, the interfaces whose ports are to go first, it only
+    checks: it raises what would be refused once they went, and plans
+    nothing (a refused change drops nothing).
 
     Every request is checked against its network first; a static IP or MAC
     that another pod holds is refused, naming the holder. A request without
@@ -136,7 +139,7 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
                 request.where, request.network)))
             continue
         name = pod.port_name(request.interface)
-        existing = view.lookup("Logical_Switch_Port", name)
+        existing = None if request.interface in (replaced or ()) else view.lookup("Logical_Switch_Port", name)
         if existing is not None and not isinstance(existing, (list, NewRow)) and \
                 cell(existing, "external_ids").get(K_UID) != pod.uid:
             problems.append((CONFLICT, "%s: port %s already exists for %s; it is released first" % (
@@ -225,6 +228,8 @@ def plan_pod(view, pod, requests, addresses=None, labels=None):
         # the Event's reason: the gravest kind among the problems
         reason = min((p[0] for p in problems), key=REASONS.index)
         raise ValidationError([p[1] for p in problems], reason=reason)
+    if replaced is not None:
+        return None
     batch = _port_batch(view, items, "replaced")
     if batch.changed:
         _new_ports(view, batch, None if labels is None else
@@ -424,21 +429,26 @@ def plan_release(view, namespace, name, keep=None, addresses=None):
     else:
         rows = [row for row in view.rows("Logical_Switch_Port") if is_pod_port(row)
                 and cell(row, "external_ids").get(K_NAMESPACE) == namespace and cell(row, "external_ids").get(K_POD) == name]
-    going = [row for row in rows if cell(row, "external_ids").get(K_UID) != keep]
-    batch = _port_batch(view, [{"name": name} for name in sorted(row.name for row in going)], "deleted")
-    return _forget(view, batch, going)
+    return plan_drop_rows(view, [row for row in rows if cell(row, "external_ids").get(K_UID) != keep])
 
 
 def plan_drop(view, owner, interfaces, addresses):
     """Delete ``owner``'s ports of interfaces other than ``interfaces`` that
     an earlier VMI's launcher made (``K_VMI``): a VM's that it no longer
-    has since it restarted with fewer. A running guest's stay, as a pod's
-    stay until it goes (:func:`plan_pod`)."""
+    has since it restarted with fewer. A running guest's stay (a migrating
+    VM has two launchers); a pod's go as its request changes
+    (:mod:`.pod_changes`)."""
     vmi = owner.extra.get(K_VMI)
-    rows = sorted((row for row in addresses.ports_of(view, owner.namespace, owner.name)
-                   if vmi and cell(row, "external_ids").get(K_UID) == owner.uid
-                   and cell(row, "external_ids").get(K_INTERFACE) not in interfaces
-                   and cell(row, "external_ids").get(K_VMI) != vmi), key=lambda row: row.name)
+    return plan_drop_rows(view, [row for row in addresses.ports_of(view, owner.namespace, owner.name)
+                                 if vmi and cell(row, "external_ids").get(K_UID) == owner.uid
+                                 and cell(row, "external_ids").get(K_INTERFACE) not in interfaces
+                                 and cell(row, "external_ids").get(K_VMI) != vmi])
+
+
+def plan_drop_rows(view, rows):
+    """Delete the ports ``rows``, with what they hold elsewhere
+    (:func:`_forget`)."""
+    rows = sorted(rows, key=lambda row: row.name)
     return _forget(view, _port_batch(view, [{"name": row.name} for row in rows], "deleted"), rows)
 
 
@@ -477,7 +487,9 @@ def pinned(view, pod, requests, found):
     ``ovnIfaceList`` in ``found``, its annotations) where its port is
     missing: a port made again for a running pod must keep them, as its
     interfaces carry them already. A request whose port is there, without
-    an entry, or for another CNI plugin, is as it was; an
+    an entry, or for another CNI plugin, is as it was; so is one whose
+    entry it no longer fits (:func:`fits`: the interface is replaced, and
+    made anew, not with its old address); an
     entry that does not parse pins nothing (it is checked as a static
     request would be, so it grants no more than ``ovnNetwork`` does)."""
     try:
@@ -491,12 +503,32 @@ def pinned(view, pod, requests, found):
                 continue
             ip, prefix = addressing.parse_ip_prefix(entry.get("ip_address"), "ovnIfaceList.ip_address")
             mac = addressing.parse_mac(entry.get("mac_address"), "ovnIfaceList.mac_address")
+            if not fits(request, _network(view, request.network), entry, ip, mac):
+                out.append(request)
+                continue
             held = copy.copy(request)       # all it asked, but the addresses it was told
             held.ip, held.prefix, held.mac = ip, prefix, mac
             out.append(held)
         return out
     except (ValueError, TypeError, AttributeError, ValidationError):
         return list(requests)
+
+
+def fits(request, network, entry, ip, mac):
+    """Whether the interface ``entry`` of a served list (its address
+    ``ip``, its ``mac``) is still what ``request`` asks for: on its
+    network (``ip`` inside the subnet of ``network``, the request's), with
+    its static IP and MAC where it gives them, configured the same way
+    (``dhcp``) and nested the same way (a trunk's VLAN: ``parent``,
+    ``vlan``)."""
+    if network is None or network.subnet is None or ip not in network.subnet:
+        return False
+    if (request.ip is not None and request.ip != ip) or \
+            (request.mac is not None and str(request.mac).lower() != str(mac).lower()):
+        return False
+    return bool(entry.get("dhcp")) == bool(request.dhcp) and \
+        (entry.get("parent"), entry.get("vlan") if entry.get("parent") else None) == \
+        (request.parent, request.vlan if request.parent else None)
 
 
 def claims(plan):
@@ -518,8 +550,7 @@ def claims(plan):
 
 def plan_delete(view, uid):
     """Delete exactly the ports whose ``external_ids`` carry ``uid``."""
-    rows = [row for _i, row in sorted(pod_ports(view, uid).items())]
-    return _forget(view, _port_batch(view, [{"name": row.name} for row in rows], "deleted"), rows)
+    return plan_drop_rows(view, pod_ports(view, uid).values())
 
 
 def matches_requests(entries, requests):
@@ -532,10 +563,13 @@ def matches_requests(entries, requests):
     return len(entries) == len(requests)
 
 
-def surviving_entries(view, requests, entries):
+def surviving_entries(view, pod, requests, entries):
     """The interface list ``entries`` less the interfaces whose network is
-    gone (deleted with ``force``): what a pod stranded by it still has."""
-    gone = set(r.interface for r in requests if _network(view, r.network) is None)
+    gone (deleted with ``force``) and their ports with it: what a pod
+    stranded by it still has. (An interface asked for on an unknown
+    network whose port is still there is a refused change: it stays.)"""
+    mine = _own_ports(view, pod, requests)
+    gone = set(r.interface for r in requests if _network(view, r.network) is None and r.interface not in mine)
     return [e for e in entries if isinstance(e, dict) and e.get("interface") not in gone]
 
 

@@ -14,7 +14,9 @@ tombstoned, so nothing creates its ports again.
 For each key a worker makes OVN hold exactly the ports the cached pod asks
 for: it removes the ports of any other pod of that name (gone, or an
 earlier one), checks the request (:mod:`..cluster.annotations`, against
-:mod:`..cluster.request_schema`), creates the ports (:mod:`..cluster.pod_ports`)
+:mod:`..cluster.request_schema`), deletes the ports of a running pod's
+interfaces it no longer asks for or asks for anew, or refuses the change
+(:mod:`..cluster.pod_changes`), creates the ports (:mod:`..cluster.pod_ports`)
 and, once OVN has assigned the dynamic addresses, writes ``ovnIfaceList``
 and ``k8s.plugin.opnfv.org/ovnInterfaces`` with a merge patch. Waiting for
 OVN holds no worker: the NB's update stream queues the key again. A full
@@ -38,7 +40,8 @@ import logging
 import threading
 import time
 
-from ..cluster import annotations, chains, multi_policies, pod_addresses, pod_ports, remote_mirrors, services, vms
+from ..cluster import (
+    annotations, chains, multi_policies, pod_addresses, pod_changes, pod_ports, remote_mirrors, services, vms)
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import K_BASELINE, K_NAMESPACE, K_POD, WATCHER
@@ -61,7 +64,7 @@ except ImportError:  # pragma: no cover - the daemon needs it; modules do not
 
 LOG = logging.getLogger("ovn4nfv.watcher")
 # Event reasons, besides pod_ports' (InvalidNetworkRequest, UnknownNetwork,
-# AddressConflict, AddressPoolExhausted)
+# AddressConflict, AddressPoolExhausted) and pod_changes' (InterfaceChangeRefused)
 IGNORED = "IgnoredAnnotation"
 
 
@@ -151,6 +154,9 @@ class Watcher:
         # key -> (uid, annotations) of a pod served, as it reads once served:
         # its next event (our own patch, a status) with the same is no work
         self.served_as = {}
+        # key -> (uid, {ovnIfaceList: the list the watcher last wrote}): what a pod was told, which the
+        # cache may not have yet (our patch's event is late) when a change is judged against it
+        self.told = {}
         self.pending = {}           # key -> since when it waits for OVN's dynamic address
         # set once every pod has been listed into the cache: what selects
         # pods (policies) must not judge from a cache still empty
@@ -365,20 +371,14 @@ class Watcher:
 
     def _serve(self, key, pod, found, requests, owner):
         meta = pod.metadata
+        # a pod follows its request; a VM's ports go by the K_VMI rule (sole, below)
+        follow = None if vms.vm_of(owner.name) else self.addresses
+        told = dict(found, **self.told[key][1]) if self.told.get(key, (None,))[0] == meta.uid else found
+        # what to write, whether the ports honour the request, have their port security, and what changed
+        state = lambda idl: pod_changes.state(View(idl), owner, requests, told, follow)  # noqa: E731
 
-        def state(idl):
-            """What to write on the pod (None while an address is not
-            there), whether its ports honour the request, and whether they
-            have their port security."""
-            view = View(idl)
-            entries = pod_ports.interface_list(view, owner, requests)
-            if not entries:
-                return None, False, False
-            return (pod_ports.pod_annotations(view, owner, requests, entries),
-                    pod_ports.matches_requests(entries, requests), pod_ports.secured(view, owner, requests))
-
-        patch, right, secured = self.nb.read(state)
-        if patch and right and secured and all(found.get(k) == v for k, v in patch.items()):
+        patch, right, secured, changed = self.nb.read(state)
+        if patch and right and secured and not changed and all(found.get(k) == v for k, v in patch.items()):
             self._served(key, (meta.uid, found))
             return      # already done, as the MODIFIED event of our own patch shows
         planner = self.vms.planner(owner) if vms.vm_of(owner.name) else key
@@ -391,9 +391,15 @@ class Watcher:
             labels = dict(meta.labels or {}) if self.policies else None
             # a VM's only launcher: the VM's ports of interfaces it no longer asks for go
             sole = vms.vm_of(owner.name) and len(self.vms.running(owner)) == 1
+            if changed:
+                # what it no longer asks for, or asks for anew, goes first, in its own
+                # transaction; a refused change (InterfaceChangeRefused, bad input) drops nothing
+                self._execute(lambda view: pod_changes.plan_changes(
+                    view, owner, requests, told, follow, getattr(pod.status, "pod_ip", None)))
+                LOG.info("pod %s: %s", key, changed)
 
             def plan(view):
-                batch = pod_ports.plan_pod(view, owner, pod_ports.pinned(view, owner, requests, found),
+                batch = pod_ports.plan_pod(view, owner, pod_ports.pinned(view, owner, requests, told),
                                            self.addresses, labels)
                 if sole:
                     batch.add(pod_ports.plan_drop(view, owner, [r.interface for r in requests], self.addresses))
@@ -403,16 +409,16 @@ class Watcher:
             self.pending.pop(key, None)
             self._refuse(key, pod, exc.reason, str(exc))
             if exc.reason == pod_ports.UNKNOWN_NETWORK and found.get(annotations.IFACE_LIST):
-                self._strand(key, meta, found, requests)
+                self._strand(key, meta, found, requests, owner)
             return
         self.exhausted.discard(key)
-        patch, _right, secured = self.nb.read(state)
+        patch, _right, secured, _changed = self.nb.read(state)
         if patch is None:
             # a port ovn-northd addresses (made by an earlier version) waits
             # for it; the NB listener queues the key when the address comes,
             # and a look after the mark catches one that came before it
             self.pending.setdefault(key, time.monotonic())
-            patch, _right, secured = self.nb.read(state)
+            patch, _right, secured, _changed = self.nb.read(state)
             if patch is None:
                 self._await_address(key, pod, owner, requests)
                 return
@@ -428,15 +434,12 @@ class Watcher:
             "%s=%s" % (e["interface"], e["ip_address"])
             for e in annotations.parse_iface_list(patch[annotations.IFACE_LIST])) or "addresses for other CNIs")
 
-    def _strand(self, key, meta, found, requests):
+    def _strand(self, key, meta, found, requests, owner):
         """A served pod one of whose networks is gone: its interface list
         keeps only the interfaces whose networks remain, so that nothing
         reads it as naming a network that no longer exists."""
-        try:
-            entries = annotations.parse_iface_list(found[annotations.IFACE_LIST])
-        except (ValueError, ValidationError):
-            return
-        kept = self.nb.read(lambda idl: pod_ports.surviving_entries(View(idl), requests, entries))
+        entries = pod_changes.served(found)      # [] when it does not parse: nothing to shorten
+        kept = self.nb.read(lambda idl: pod_ports.surviving_entries(View(idl), owner, requests, entries))
         if len(kept) != len(entries):
             self.writer.patch(meta, {"metadata": {"annotations": annotations.output_annotations(kept)}})
             LOG.info("pod %s: interfaces on deleted networks dropped from its list; %d left", key, len(kept))
@@ -476,6 +479,7 @@ class Watcher:
             pod = self.cache.get(key)
         if served is not None:
             self.served_as[key] = served
+            self.told[key] = (served[0], {annotations.IFACE_LIST: served[1].get(annotations.IFACE_LIST)})
         # its addresses are known (or gone): the Services that select it
         if pod is not None:
             self.services.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
@@ -487,6 +491,7 @@ class Watcher:
 
     def _forget(self, key):
         self.served_as.pop(key, None)
+        self.told.pop(key, None)
         self._served(key)
         self.reported.unsay(key)
         self.queue.forget(key)
