@@ -1,6 +1,6 @@
 """What a running pod's changed request drops, replaces and refuses
 (cluster.pod_changes), and which served entry a missing port is pinned to
-(cluster.pod_ports.fits), on rows and views made by hand."""
+(cluster.pod_changes.fits), on rows and views made by hand."""
 
 import json
 from types import SimpleNamespace
@@ -117,8 +117,8 @@ def test_a_changed_trunk_nesting_is_replaced():
     renested = SimpleNamespace(**dict(vars(vlan), tag=[30]))
     dropped, replaced = changes(asked, rows=(trunk, renested), found={}, view=view)
     assert dropped == [] and "VLAN 10 of ns_web_net0" in replaced["net0.10"]
-    # a trunk's VLAN made a plain interface of its own
-    plain = request("a", "net0") + request("b", "net0.10")
+    # a trunk's VLAN made a plain interface of its own (no request parses so: made by hand)
+    plain = request("a", "net0") + [ann.InterfaceRequest("b", "net0.10", where="ovnNetwork[1]")]
     dropped, replaced = changes(plain, rows=(trunk, vlan), found={}, view=view)
     assert dropped == [] and "no trunk's VLAN" in replaced["net0.10"]
 
@@ -184,5 +184,5 @@ def test_a_served_entry_pins_only_what_still_fits(asked, served, fits):
     wanted = request("a", "net0", **asked)[0]
     ip, _prefix = addressing.parse_ip_prefix(served["ip_address"], "t")
     mac = addressing.parse_mac(served["mac_address"], "t")
-    assert pod_ports.fits(wanted, NETWORK, served, ip, mac) is fits
-    assert pod_ports.fits(wanted, None, served, ip, mac) is False
+    assert pod_changes.fits(wanted, NETWORK, served, ip, mac) is fits
+    assert pod_changes.fits(wanted, None, served, ip, mac) is False

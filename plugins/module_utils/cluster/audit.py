@@ -35,7 +35,8 @@ from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
 from . import annotations, multi_policies, networks as vn, policy_audit, provider_audit, vms
 from .pod_addresses import Pod, held_addresses, is_pod_port
-from .pod_ports import pinned, plan_delete, plan_pod
+from .pod_changes import pinned
+from .pod_ports import plan_delete, plan_pod
 from .topology import TABLES, role_of
 
 # the topology's (a network's drift is planned as the network would be), and the policies'

@@ -14,8 +14,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
-
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID, K_VMI
@@ -480,55 +478,6 @@ def starved(view, pod, requests):
             return "%s.name: network %s has no free address (%s)" % (
                 request.where, request.network, pool_usage(view, network, switch) if network else "gone")
     return None
-
-
-def pinned(view, pod, requests, found):
-    """``requests`` held to the addresses ``pod`` was told (the
-    ``ovnIfaceList`` in ``found``, its annotations) where its port is
-    missing: a port made again for a running pod must keep them, as its
-    interfaces carry them already. A request whose port is there, without
-    an entry, or for another CNI plugin, is as it was; so is one whose
-    entry it no longer fits (:func:`fits`: the interface is replaced, and
-    made anew, not with its old address); an
-    entry that does not parse pins nothing (it is checked as a static
-    request would be, so it grants no more than ``ovnNetwork`` does)."""
-    try:
-        entries = dict((e.get("interface"), e) for e in annotations.parse_iface_list(
-            found.get(annotations.IFACE_LIST) or "[]") if isinstance(e, dict))
-        out, mine = [], _own_ports(view, pod, requests)
-        for request in requests:
-            entry = entries.get(request.interface)
-            if entry is None or request.ipam or request.interface in mine:
-                out.append(request)
-                continue
-            ip, prefix = addressing.parse_ip_prefix(entry.get("ip_address"), "ovnIfaceList.ip_address")
-            mac = addressing.parse_mac(entry.get("mac_address"), "ovnIfaceList.mac_address")
-            if not fits(request, _network(view, request.network), entry, ip, mac):
-                out.append(request)
-                continue
-            held = copy.copy(request)       # all it asked, but the addresses it was told
-            held.ip, held.prefix, held.mac = ip, prefix, mac
-            out.append(held)
-        return out
-    except (ValueError, TypeError, AttributeError, ValidationError):
-        return list(requests)
-
-
-def fits(request, network, entry, ip, mac):
-    """Whether the interface ``entry`` of a served list (its address
-    ``ip``, its ``mac``) is still what ``request`` asks for: on its
-    network (``ip`` inside the subnet of ``network``, the request's), with
-    its static IP and MAC where it gives them, configured the same way
-    (``dhcp``) and nested the same way (a trunk's VLAN: ``parent``,
-    ``vlan``)."""
-    if network is None or network.subnet is None or ip not in network.subnet:
-        return False
-    if (request.ip is not None and request.ip != ip) or \
-            (request.mac is not None and str(request.mac).lower() != str(mac).lower()):
-        return False
-    return bool(entry.get("dhcp")) == bool(request.dhcp) and \
-        (entry.get("parent"), entry.get("vlan") if entry.get("parent") else None) == \
-        (request.parent, request.vlan if request.parent else None)
 
 
 def claims(plan):

@@ -399,7 +399,7 @@ class Watcher:
                 LOG.info("pod %s: %s", key, changed)
 
             def plan(view):
-                batch = pod_ports.plan_pod(view, owner, pod_ports.pinned(view, owner, requests, told),
+                batch = pod_ports.plan_pod(view, owner, pod_changes.pinned(view, owner, requests, told),
                                            self.addresses, labels)
                 if sole:
                     batch.add(pod_ports.plan_drop(view, owner, [r.interface for r in requests], self.addresses))
