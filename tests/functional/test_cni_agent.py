@@ -18,7 +18,7 @@ from tests.harness.cni_env import running
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils import cni
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from tests.harness.cni_runtime import call
-from tests.harness.dataplane import ip, ns_name, ping, tcp_exchange
+from tests.harness.dataplane import FRAMES, heard, ip, listening, ns_name, ping, tcp_exchange
 from tests.harness.dhcp_clients import udhcpc
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
@@ -56,7 +56,6 @@ def test_two_pods_with_two_interfaces_reach_each_other(env):
     assert "10.20.0.0/16 via 172.16.1.1 dev net0" in routes, "the network's routes are there"
 
 
-FRAMES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness", "frames.py")
 
 
 def test_port_security_drops_a_pod_that_claims_another_pods_addresses(env):
@@ -831,24 +830,6 @@ def test_a_vm_s_launchers_attach_the_vm_s_port_one_after_another(env):
     assert (told[0]["mac_address"], told[0]["ip_address"]) == (told[1]["mac_address"], told[1]["ip_address"])
 
 
-def _listen(netns, iface, *stops):
-    """frames.py listening in ``netns`` (bounded: 20 s), once it is ready."""
-    proc = subprocess.Popen(["ip", "netns", "exec", ns_name(netns), "python3", FRAMES, "listen", iface, "20"] +
-                            list(stops), stdout=subprocess.PIPE, universal_newlines=True)
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-def _heard(proc):
-    try:
-        out, _err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-    return [json.loads(line) for line in out.splitlines()]
-
-
 def test_a_trunk_carries_its_vlans_as_ovn_nested_ports(env):
     """A VNF's trunk (issue 35): ``trunk0`` on net1, and net2 as VLAN 10 on
     it. The node makes one interface; the VLAN is OVN's nested port (its
@@ -876,21 +857,21 @@ def test_a_trunk_carries_its_vlans_as_ovn_nested_ports(env):
                   ip=peer_result["ips"][0]["address"].split("/")[0])
     assert ping(trunk, "172.16.1.1"), "untagged, the trunk is net1's interface: its gateway answers"
 
-    listener = _listen(peer, "net0", "vlan10", "sentinel")
+    listener = listening(peer, "net0", "vlan10", "sentinel")
     frame = dict(kind="udp", src_mac=mine["mac"], dst_mac=theirs["mac"], src_ip=mine["ip"], dst_ip=theirs["ip"])
     ip("python3", FRAMES, "send", "trunk0", json.dumps([
         dict(frame, payload="vlan10", vlan=10), dict(frame, payload="wrong-vid", vlan=11),
         dict(frame, payload="wrong-ip", vlan=10, src_ip="172.16.2.250"),
         dict(frame, payload="sentinel", vlan=10)]), netns=trunk)
-    payloads = [f.get("payload") for f in _heard(listener)]
+    payloads = [f.get("payload") for f in heard(listener)]
     assert "vlan10" in payloads and "sentinel" in payloads, payloads
     assert "wrong-vid" not in payloads and "wrong-ip" not in payloads, payloads
 
-    listener = _listen(trunk, "trunk0", "back")
+    listener = listening(trunk, "trunk0", "back")
     ip("python3", FRAMES, "send", "net0", json.dumps([dict(
         kind="udp", src_mac=theirs["mac"], dst_mac=mine["mac"], src_ip=theirs["ip"], dst_ip=mine["ip"],
         payload="back")]), netns=peer)
-    back = [f for f in _heard(listener) if f.get("payload") == "back"]
+    back = [f for f in heard(listener) if f.get("payload") == "back"]
     assert back and back[0].get("vlan") == 10, back
     code, out, _err = env.cni("CHECK", "tr", trunk, "ctr-tr", prevResult=result)
     assert code == 0, out

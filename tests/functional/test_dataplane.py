@@ -10,7 +10,6 @@ modules would build it.
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -23,7 +22,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import service
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import remote_mirrors
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import port_mirrors
 
-from tests.harness.dataplane import Node, ip, ping, tcp_exchange
+from tests.harness.dataplane import FRAMES, Node, heard, ip, listening, ping, tcp_exchange
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_gateways, plan_topology
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute, reconcile
@@ -380,29 +379,8 @@ def chains_rows(node):
         return db.read(lambda idl: dict((r.name, r) for r in idl.tables["Logical_Switch_Port"].rows.values()))
 
 
-FRAMES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness", "frames.py")
 PROVIDERS = [{"name": "prov-v100", "subnet": "192.168.100.0/24", "physnet": "physnet-ext", "vlan": 100},
              {"name": "prov-v200", "subnet": "192.168.200.0/24", "physnet": "physnet-ext", "vlan": 200}]
-
-
-def listening(netns, iface, *stops):
-    """frames.py listening on ``iface`` in ``netns`` until it saw each
-    payload of ``stops`` (bounded: 20 s); once it said it is ready."""
-    proc = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, FRAMES, "listen", iface, "20"] + list(stops),
-                            stdout=subprocess.PIPE, universal_newlines=True)
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-def heard(proc):
-    """The payloads a :func:`listening` process saw, once it stopped."""
-    try:
-        out, _err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-    return [json.loads(line).get("payload") for line in out.splitlines()]
 
 
 def broadcast(netns, iface, mac, src_ip, dst_ip, payload):
@@ -470,10 +448,10 @@ def test_provider_networks_reach_the_fabric_tagged_untranslated_and_apart(cluste
     on200 = listening(hosts[200], "eth0", "v200-bcast")
     on100 = [listening(hosts[100], "eth0", "v100-sentinel"), listening(m, "eth1", "v100-sentinel")]
     broadcast(b, "eth0", "0a:00:00:00:c8:0a", "192.168.200.10", "192.168.200.255", "v200-bcast")
-    assert "v200-bcast" in heard(on200)
+    assert "v200-bcast" in [f.get("payload") for f in heard(on200)]
     broadcast(a, "eth0", "0a:00:00:00:64:0a", "192.168.100.10", "192.168.100.255", "v100-sentinel")
     for listener in on100:
-        payloads = heard(listener)
+        payloads = [f.get("payload") for f in heard(listener)]
         assert "v100-sentinel" in payloads and "v200-bcast" not in payloads, payloads
     # nothing of them on the gateway router: no route, no SNAT
     nat = box.nbctl("lr-nat-list", "gr-" + node.chassis)

@@ -169,3 +169,29 @@ def test_the_multus_way_an_attachment_added_before_the_watcher_served_it(env):
     assert env.cni("DEL", "hm", netns, "ctr-hm", ifname="net1", provider="ovnnet.default.ovn")[0] == 0
     assert pod_links(netns) == ["lo", "net0"] and sorted(rows_of(env, "hm")) == ["net0"]
     assert env.cni("DEL", "hm", netns, "ctr-hm", ifname="net0", provider="ovnnet.default.ovn")[0] == 0
+
+
+def test_a_change_that_comes_while_the_add_runs_is_followed_after_it(env):
+    """The ADD waits for the pod's list; the list comes with one interface
+    and, at once, with two: whichever the ADD read, the pod ends with both
+    (the ADD queues the follower when it ends), and a change then the
+    pod's DEL leaves nothing."""
+    import threading
+    obj = env.create_pod("hr", NET0, NET1)
+    netns = "/var/run/netns/o4n-%s-hr" % env.node.tag
+    outcome = {}
+    adding = threading.Thread(target=lambda: outcome.update(answer=env.cni("ADD", "hr", netns, "ctr-hr")))
+    adding.start()
+    try:
+        _netns, both = env.watcher_ran(obj, NET0, NET1)
+        listed = ann.parse_iface_list(both[ann.IFACE_LIST])
+        env.api.set_annotations("default", "hr", ann.output_annotations(listed[:1]))
+        env.api.set_annotations("default", "hr", both)
+    finally:
+        adding.join(60)
+    assert outcome["answer"][0] == 0, (outcome["answer"], env.log_text())
+    wait_rows(env, "hr", ["net0", "net1"])
+    assert pod_links(netns) == ["lo", "net0", "net1"]
+    change(env, "hr", NET0, drop=["net1"])
+    assert env.cni("DEL", "hr", netns, "ctr-hr")[0] == 0
+    assert rows_of(env, "hr") == {} and "net1" not in pod_links(netns)

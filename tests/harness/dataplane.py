@@ -10,12 +10,38 @@ namespace and daemon, also after a failure.
 Traffic in the tests goes only between these namespaces.
 """
 
+import json
 import os
 import subprocess
 import time
 import uuid
 
 from tests.harness.sandbox import Sandbox
+
+
+FRAMES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "frames.py")
+
+
+def listening(netns, iface, *stops):
+    """frames.py listening on ``iface`` in ``netns`` (a name or a path
+    under /var/run/netns) until it saw each payload of ``stops`` (bounded:
+    20 s); once it said it is ready."""
+    proc = subprocess.Popen(["ip", "netns", "exec", ns_name(netns), "python3", FRAMES, "listen", iface, "20"] +
+                            list(stops), stdout=subprocess.PIPE, universal_newlines=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def heard(proc):
+    """The frames (frames.py's dicts) a :func:`listening` process saw, once
+    it stopped."""
+    try:
+        out, _err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    return [json.loads(line) for line in out.splitlines()]
 
 
 def ns_name(netns):

@@ -349,6 +349,8 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
         except Exception:
             self._remove(made, request["container_id"])
             raise
+        if sandbox is not None and self.follower:
+            self.follower.keep(request["container_id"], netns)
         macs = self._node(lambda ipr: [
             (host, ipr.get_links(ipr.link_lookup(ifname=host)[0])[0].get_attr("IFLA_ADDRESS")) for host in made])
         LOG.info("ADD %s/%s: %s (%s)", namespace, name, ", ".join(e["interface"] for e in entries), " ".join(
@@ -475,6 +477,8 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
 
     def _delete(self, request):
         container = request["container_id"]
+        if self.follower:
+            self.follower.drop(container)
         only = request["ifname"] if request["config"].get("provider") else None
         hosts = self.ovs.read(lambda idl: set(
             iface.name for iface in idl.tables["Interface"].rows.values()

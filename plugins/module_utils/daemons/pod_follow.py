@@ -81,6 +81,12 @@ class Follower:
         self.cache = {}
         self.guard = threading.Lock()       # the cache and the ADDs in flight
         self.adding = {}                    # key -> ADDs in flight
+        # container -> a descriptor of its namespace, kept from its ADD: a
+        # namespace the runtime mounted after this daemon's mounts were set
+        # up (systemd's hardening gives it a mount namespace of its own, and
+        # a host whose /run is not shared propagates nothing into it) is
+        # reached all the same; after a restart the path is (its mounts are new)
+        self.held = {}
         self.locks = [threading.Lock() for _ in range(LOCKS)]
         self.watch = kube.ListWatch(
             "pods", "V1Pod", self.relist, self._list, self.observe, agent.stopping, config.resync_seconds,
@@ -127,6 +133,24 @@ class Follower:
             else:
                 self.cache[key] = pod
         self.queue.add(key)
+
+    def keep(self, container, path):
+        """Keep the namespace an ADD of ``container`` was given (``path``,
+        the agent's own descriptor of it) until its DEL."""
+        handle = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        with self.guard:
+            old, self.held[container] = self.held.get(container), handle
+        if old is not None:
+            os.close(old)
+
+    def drop(self, container, keep_only=None):
+        """Let go of ``container``'s namespace (or of every one but those of
+        ``keep_only``, the containers the node still has ports of)."""
+        with self.guard:
+            gone = [c for c in self.held if c == container or (keep_only is not None and c not in keep_only)]
+            handles = [self.held.pop(c) for c in gone]
+        for handle in handles:
+            os.close(handle)
 
     def begin_add(self, key):
         with self.guard:
@@ -212,7 +236,9 @@ class Follower:
     def _apply(self, key, meta, owner, container, sandbox, rows, recorded, desired, changes):
         remove, replace, mend, add = changes
         try:
-            handle = cni.open_netns(sandbox["netns"])
+            with self.guard:
+                kept = self.held.get(container)
+            handle = os.dup(kept) if kept is not None else cni.open_netns(sandbox["netns"])
         except cni.CNIError as exc:
             # its sandbox is gone (a reboot, a DEL to come): the next ADD makes the pod anew
             LOG.info("pod %s: %s; nothing changed", key, exc)
@@ -274,6 +300,9 @@ class Sweep:
         if stale:
             self._remove(stale)
             LOG.info("sweep: removed %d stale ports: %s", len(stale), ", ".join(stale))
+        if self.follower:
+            self.follower.drop(None, keep_only=self.ovs.read(lambda idl: set(
+                i.external_ids.get(K_CONTAINER) for i in idl.tables["Interface"].rows.values())))
         return stale
 
     def _sweep_loop(self):
