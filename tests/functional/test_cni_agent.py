@@ -56,8 +56,6 @@ def test_two_pods_with_two_interfaces_reach_each_other(env):
     assert "10.20.0.0/16 via 172.16.1.1 dev net0" in routes, "the network's routes are there"
 
 
-
-
 def test_port_security_drops_a_pod_that_claims_another_pods_addresses(env):
     """Pod C sends, as hand-made frames, with pod B's IP, with B's MAC, and
     an ARP reply claiming B's IP; then honest frames. A receives the honest

@@ -230,7 +230,7 @@ def test_the_node_s_address_on_a_vlan_is_a_tagged_internal_port(collections_path
         assert host.vsctl("get", "port", "v200", "tag") == "200"
         assert host.vsctl("get", "interface", "v200", "mtu") == "1400"
         assert ping(host.h200, NODE_V200_IP)
-        assert ping(host.h100, MOVED_V100.split("/")[0])
+        assert ping(host.h100, MOVED_V100.split("/", maxsplit=1)[0])
 
         # a reboot: OVS makes the devices again (with their MAC), the addresses
         # are gone; the boot unit's command, with the file the role writes, puts
@@ -259,7 +259,7 @@ def test_the_node_s_address_on_a_vlan_is_a_tagged_internal_port(collections_path
         assert host.link("br-prov.100") is None
         assert sorted(host.vsctl("list-ports", "br-prov").split()) == ["h100-h", "h200-h", "prov0", "v200"]
         assert host.vsctl("get", "port", "h100-h", "tag") == "100"
-        assert not ping(host.h100, MOVED_V100.split("/")[0], count=2, wait=1)
+        assert not ping(host.h100, MOVED_V100.split("/", maxsplit=1)[0], count=2, wait=1)
 
         # none left: [] deletes every one of the product's, and nothing else
         r, proc = host.play(collections_path, [vlan_uplink("none", []), vlan_uplink("none_again", [])])

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_changes, pod_ports
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import pod_changes
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.pod_addresses import Pod
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common import addressing
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
@@ -67,7 +67,8 @@ VIEW = FakeView({"a": [NET0.uuid], "b": [NET1.uuid], "c": []})
 SERVED = listed(entry("net0", "172.16.1.10/24"), entry("net1", "172.16.2.10/24", mac="0a:58:ac:10:02:0a"))
 
 
-def changes(requests, rows=(NET0, NET1), found=SERVED, view=VIEW):
+def changes(requests, rows=(NET0, NET1), found=None, view=VIEW):
+    found = SERVED if found is None else found
     dropped, replaced = pod_changes.changes(view, POD, requests, found, FakeIndex(list(rows)))
     return sorted(dropped), dict((i, why) for i, (_row, why) in replaced.items())
 

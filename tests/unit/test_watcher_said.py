@@ -26,7 +26,7 @@ def test_two_threads_mark_and_unsay_one_pod_without_a_torn_dict():
     said, errors = Said(), []
 
     def served():
-        for _ in range(20000):
+        for _round in range(20000):
             said.mark("ns/p", "Conflict", ("u", "x"))
             try:
                 said.unsay("ns/p", keep=("Missing",))
@@ -34,7 +34,7 @@ def test_two_threads_mark_and_unsay_one_pod_without_a_torn_dict():
                 errors.append(exc)
 
     def physnets():
-        for _ in range(20000):
+        for _round in range(20000):
             said.mark("ns/p", "Missing", ("u", "m"))
             said.unsay("ns/p", ["Missing"])
         said.mark("ns/p", "Missing", ("u", "m"))

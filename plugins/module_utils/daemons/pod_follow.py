@@ -87,7 +87,7 @@ class Follower:
         # a host whose /run is not shared propagates nothing into it) is
         # reached all the same; after a restart the path is (its mounts are new)
         self.held = {}
-        self.locks = [threading.Lock() for _ in range(LOCKS)]
+        self.locks = [threading.Lock() for _index in range(LOCKS)]
         self.watch = kube.ListWatch(
             "pods", "V1Pod", self.relist, self._list, self.observe, agent.stopping, config.resync_seconds,
             config.watch_seconds, config.max_backoff_seconds)

@@ -375,7 +375,9 @@ class Watcher:
         follow = None if vms.vm_of(owner.name) else self.addresses
         told = dict(found, **self.told[key][1]) if self.told.get(key, (None,))[0] == meta.uid else found
         # what to write, whether the ports honour the request, have their port security, and what changed
-        state = lambda idl: pod_changes.state(View(idl), owner, requests, told, follow)  # noqa: E731
+
+        def state(idl):
+            return pod_changes.state(View(idl), owner, requests, told, follow)
 
         patch, right, secured, changed = self.nb.read(state)
         if patch and right and secured and not changed and all(found.get(k) == v for k, v in patch.items()):
