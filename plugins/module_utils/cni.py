@@ -341,6 +341,14 @@ def select_entries(entries, ifname, per_attachment):
     return chosen
 
 
+def entry_mtu(entry, default):
+    """The MTU an interface list's entry gives its interface (its network's,
+    written by the watcher), when it is one a network may have (576-9216,
+    as virtual_network takes it); else ``default``."""
+    mtu = entry.get("mtu")
+    return mtu if isinstance(mtu, int) and not isinstance(mtu, bool) and 576 <= mtu <= 9216 else default
+
+
 def devices(entries):
     """The entries the node makes a device for: not a trunk's VLANs
     (``parent``), which ride their trunk's interface tagged, each OVN's

@@ -198,3 +198,52 @@ def test_a_change_that_comes_while_the_add_runs_is_followed_after_it(env):
     change(env, "hr", NET0, drop=["net1"])
     assert env.cni("DEL", "hr", netns, "ctr-hr")[0] == 0
     assert rows_of(env, "hr") == {} and "net1" not in pod_links(netns)
+
+
+def mtu_of(ifname, netns):
+    out = ip("ip", "-o", "link", "show", "dev", ifname, netns=netns).stdout
+    return int(re.search(r" mtu (\d+)", out).group(1))
+
+
+def test_an_mtu_mended_in_place_is_the_mtu_of_both_ends_of_the_veth(env):
+    """ADD gives both ends of a veth the entry's MTU; so does a mend."""
+    netns = env.pod("rm", NET0, NET1)
+    assert env.cni("ADD", "rm", netns, "ctr-rm")[0] == 0
+    host = rows_of(env, "rm")["net1"]
+    entries = ann.parse_iface_list(env.api.pod("default", "rm")["metadata"]["annotations"][ann.IFACE_LIST])
+    entries[1]["mtu"] = 9000
+    env.api.set_annotations("default", "rm", ann.output_annotations(entries))
+    assert env.wait_log("pod default/rm: followed its list: mended net1", 30), env.log_text()
+    assert (mtu_of("net1", netns), mtu_of(host, env.node.ns)) == (9000, 9000)
+    assert env.cni("DEL", "rm", netns, "ctr-rm")[0] == 0
+
+
+def test_the_default_route_moved_to_an_interface_its_dhcp_configures(env):
+    """net0 gives up the default route and net1, configured inside by its
+    network's DHCP, takes it: its DHCP carries the route, so the node makes
+    none on it (as ADD makes none) and the change is followed."""
+    guest = {"name": "vmnet", "interface": "net1", "dhcp": True, "default_gateway": False}
+    netns = env.pod("rg", dict(NET0, default_gateway=True), guest)
+    assert env.cni("ADD", "rg", netns, "ctr-rg")[0] == 0
+    change(env, "rg", NET0, dict(guest, default_gateway=True))
+    assert env.wait_log("pod default/rg: followed its list: mended net0, net1", 30), env.log_text()
+    assert "default" not in ip("ip", "route", netns=netns).stdout
+    assert env.cni("DEL", "rg", netns, "ctr-rg")[0] == 0
+
+
+def test_a_sandbox_lost_without_its_del_does_not_stop_the_pod_s_next(env):
+    """The runtime lost a sandbox (its namespace gone, no DEL): the agent
+    lets go of what it kept of it, and the pod's next sandbox is made, its
+    node-side names free again."""
+    netns = env.pod("rn", NET0)
+    assert env.cni("ADD", "rn", netns, "ctr-rn")[0] == 0
+    name = netns.rsplit("/", 1)[1]
+    ip("ip", "netns", "delete", name)
+    env.node.namespaces.remove(name)
+    env.node._add_ns(name + "b")
+    code, out, _err = env.cni("ADD", "rn", "/var/run/netns/%sb" % name, "ctr-rn2")
+    assert code == 0, (out, env.log_text())
+    assert pod_links("/var/run/netns/%sb" % name) == ["lo", "net0"]
+    assert env.cni("DEL", "rn", "/var/run/netns/%sb" % name, "ctr-rn2")[0] == 0
+    assert env.cni("DEL", "rn", netns, "ctr-rn")[0] == 0
+    assert rows_of(env, "rn") == {}

@@ -334,7 +334,10 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
         netdev = self._netdev()
         hosts = [(cni.host_ifname(uid, entry["interface"]), entry) for entry in entries]
         made = []       # the veths this ADD made: only those are undone
-        # where the runtime's namespace is, for the follower: a whole pod's ADD only
+        # where the runtime's namespace is, for the follower: a whole pod's ADD only; a
+        # sandbox of the pod before this one is over (its namespace must not live on here)
+        if self.follower and not config.get("provider"):
+            self.follower.drop(request["container_id"], uid=uid)
         stat = os.stat(netns)
         sandbox = None if config.get("provider") else {
             "netns": request["netns"], "id": "%d:%d" % (stat.st_dev, stat.st_ino), "mtu": config.get("mtu")}
@@ -350,7 +353,7 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
             self._remove(made, request["container_id"])
             raise
         if sandbox is not None and self.follower:
-            self.follower.keep(request["container_id"], netns)
+            self.follower.keep(request["container_id"], netns, uid)
         macs = self._node(lambda ipr: [
             (host, ipr.get_links(ipr.link_lookup(ifname=host)[0])[0].get_attr("IFLA_ADDRESS")) for host in made])
         LOG.info("ADD %s/%s: %s (%s)", namespace, name, ", ".join(e["interface"] for e in entries), " ".join(
@@ -380,9 +383,14 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
         MTU the entry's (its network's), else ``default`` (the config's)."""
         def node_side(ipr):
             for host, entry in hosts:
-                mtu = entry_mtu(entry, default)
+                mtu = cni.entry_mtu(entry, default)
                 # one netlink request makes both ends or neither; a name taken
-                # by an interface that is not ours fails it, and is left alone
+                # by an interface that is not ours fails it, and is left alone;
+                # one of this pod's earlier sandbox (its DEL never came) goes
+                for index in ipr.link_lookup(ifname=host):
+                    alias = ipr.get_links(index)[0].get_attr("IFLA_IFALIAS") or ""
+                    if alias.startswith(VETH_ALIAS_PREFIX) and alias != veth_alias(container, entry["interface"]):
+                        ipr.link("del", index=index)
                 with step("interface %s: the veth pair (%s on the node)" % (entry["interface"], host)):
                     ipr.link("add", ifname=host, kind="veth", peer={"ifname": entry["interface"], "net_ns_fd": netns})
                 made.append(host)
@@ -396,7 +404,7 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
 
         def pod_side(pod_ns):
             for _host, entry in hosts:
-                mtu = entry_mtu(entry, default)
+                mtu = cni.entry_mtu(entry, default)
                 name = entry["interface"]
                 ip, _sep, prefix = entry["ip_address"].partition("/")
                 settings = {"address": entry["mac_address"], "state": "up"}
@@ -471,8 +479,11 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
     def delete(self, request):
         """Remove the container's interfaces and ports; called once per
         attachment (a ``provider`` in the config), only ``CNI_IFNAME``'s."""
-        args = request["args"]
-        with self._lock("%s/%s" % (args.get("K8S_POD_NAMESPACE"), args.get("K8S_POD_NAME"))):
+        args, container = request["args"], request["container_id"]
+        key = "%s/%s" % (args.get("K8S_POD_NAMESPACE"), args.get("K8S_POD_NAME")) if args.get("K8S_POD_NAME") else \
+            self.ovs.read(lambda idl: next((i.external_ids.get(K_POD_REF) for i in idl.tables["Interface"].rows.values()
+                                            if i.external_ids.get(K_CONTAINER) == container), None)) or container
+        with self._lock(key):
             self._delete(request)
 
     def _delete(self, request):
@@ -511,14 +522,6 @@ class NodeAgent(OvsAttachment, PodTruth, pod_follow.Sweep):
                 for index in ipr.link_lookup(ifname=host):
                     ipr.link("del", index=index)
         self._node(gone)
-
-
-def entry_mtu(entry, default):
-    """The MTU an interface list's entry gives its interface (its network's,
-    written by the watcher), when it is one a network may have (576-9216,
-    as virtual_network takes it); else ``default``."""
-    mtu = entry.get("mtu")
-    return mtu if isinstance(mtu, int) and not isinstance(mtu, bool) and 576 <= mtu <= 9216 else default
 
 
 def main(argv=None):

@@ -50,12 +50,22 @@ from . import kube
 
 LOG = logging.getLogger("ovn4nfv.follow")
 LOCKS = 64
-# what makes an interface another: a change of these replaces its device
-IDENTITY = ("interface", "mac_address", "ip_address", "dhcp")
+WORKERS = 4
+# how long one pass waits for the southbound to hold a pod's ports: a
+# list naming a port that never comes holds a worker no longer than this
+CONFIRM_SECONDS = 5
 
 
 def canonical(entry):
     return json.dumps(entry, sort_keys=True, separators=(",", ":"))
+
+
+def identity(entry):
+    """What makes an interface another, in the form the southbound confirms
+    it (a MAC in any case, an address whatever its prefix): its replacement
+    takes a new MAC or address, which OVN must hold first."""
+    return (entry.get("interface"), str(entry.get("mac_address") or "").lower(),
+            str(entry.get("ip_address") or "").partition("/")[0])
 
 
 def plan(recorded, desired):
@@ -65,9 +75,21 @@ def plan(recorded, desired):
     remove = sorted(i for i in recorded if i not in desired)
     add = sorted(i for i in desired if i not in recorded)
     same = [i for i in desired if i in recorded and canonical(recorded[i]) != canonical(desired[i])]
-    replace = sorted(i for i in same if [recorded[i].get(k) for k in IDENTITY] != [desired[i].get(k) for k in IDENTITY])
+    replace = sorted(i for i in same if identity(recorded[i]) != identity(desired[i]))
     mend = sorted(i for i in same if i not in replace)
     return remove, replace, mend, add
+
+
+def _entries(text):
+    """The list's entries, each an object naming its interface, or None
+    (a list the watcher would never write is followed by no one)."""
+    try:
+        entries = annotations.parse_iface_list(text)
+    except (ValueError, Ovn4nfvError):
+        return None
+    if all(isinstance(e, dict) and isinstance(e.get("interface"), str) for e in entries):
+        return entries
+    return None
 
 
 class Follower:
@@ -86,7 +108,7 @@ class Follower:
         # up (systemd's hardening gives it a mount namespace of its own, and
         # a host whose /run is not shared propagates nothing into it) is
         # reached all the same; after a restart the path is (its mounts are new)
-        self.held = {}
+        self.held = {}          # container -> (descriptor, pod UID)
         self.locks = [threading.Lock() for _index in range(LOCKS)]
         self.watch = kube.ListWatch(
             "pods", "V1Pod", self.relist, self._list, self.observe, agent.stopping, config.resync_seconds,
@@ -102,8 +124,9 @@ class Follower:
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self):
-        threads = [threading.Thread(target=self.watch.run, name="follow-watch", daemon=True),
-                   threading.Thread(target=self._work, name="follow", daemon=True)]
+        # several workers: one pod's pass waiting on the southbound holds no other's
+        threads = [threading.Thread(target=self.watch.run, name="follow-watch", daemon=True)] + [
+            threading.Thread(target=self._work, name="follow-%d" % i, daemon=True) for i in range(WORKERS)]
         for thread in threads:
             thread.start()
         return threads
@@ -111,6 +134,7 @@ class Follower:
     def stop(self):
         self.queue.shutdown()
         self.watch.stop()
+        self.drop(None, keep_only=())
 
     def _work(self):
         serve(self.queue, self.handle, LOG, "pod", (Ovn4nfvError, cni.CNIError, kube.ApiException, OSError))
@@ -134,21 +158,25 @@ class Follower:
                 self.cache[key] = pod
         self.queue.add(key)
 
-    def keep(self, container, path):
-        """Keep the namespace an ADD of ``container`` was given (``path``,
-        the agent's own descriptor of it) until its DEL."""
+    def keep(self, container, path, uid):
+        """Keep the namespace an ADD of ``container`` (of the pod ``uid``)
+        was given (``path``, the agent's own descriptor of it) until its DEL."""
         handle = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         with self.guard:
-            old, self.held[container] = self.held.get(container), handle
+            old, self.held[container] = self.held.get(container), (handle, uid)
         if old is not None:
-            os.close(old)
+            os.close(old[0])
 
-    def drop(self, container, keep_only=None):
-        """Let go of ``container``'s namespace (or of every one but those of
-        ``keep_only``, the containers the node still has ports of)."""
+    def drop(self, container, keep_only=None, uid=None):
+        """Let go of ``container``'s namespace; or of every one but those of
+        ``keep_only`` (the containers the node still has ports of); or, with
+        ``uid``, of the pod's other sandboxes (a new one is being made: the
+        old one's namespace must not live on in this daemon's hands)."""
         with self.guard:
-            gone = [c for c in self.held if c == container or (keep_only is not None and c not in keep_only)]
-            handles = [self.held.pop(c) for c in gone]
+            gone = [c for c, (_h, u) in self.held.items() if (c == container if uid is None else u == uid and
+                                                              c != container) or
+                    (keep_only is not None and c not in keep_only)]
+            handles = [self.held.pop(c)[0] for c in gone]
         for handle in handles:
             os.close(handle)
 
@@ -192,21 +220,24 @@ class Follower:
             if len(containers) > 1:
                 LOG.warning("pod %s: interfaces of %d sandboxes on the node; the sweep's first", key, len(containers))
             return
-        entries = annotations.parse_iface_list(found[annotations.IFACE_LIST])
-        desired = dict((e["interface"], e) for e in cni.devices(entries) if isinstance(e, dict))
+        entries = _entries(found[annotations.IFACE_LIST])
+        if entries is None or len(entries) > annotations.MAX_INTERFACES:
+            LOG.debug("pod %s: a list that is none the watcher writes; not followed", key)
+            return
+        desired = dict((e["interface"], e) for e in cni.devices(entries))
         (container, rows), = containers.items()
         recorded = dict((i, json.loads(ids[K_ENTRY])) for i, (_name, ids) in rows.items())
+        owner = vms.owner_of(meta)
         remove, replace, mend, add = plan(recorded, desired)
+        if vms.vm_of(owner.name):
+            remove = []     # a running VM keeps its ports (the watcher's K_VMI rule): its next launcher follows
         if not (remove or replace or mend or add):
             return
-        if len(desired) > annotations.MAX_INTERFACES:
-            LOG.warning("pod %s: its list names %d interfaces; at most %d are made", key, len(desired),
-                        annotations.MAX_INTERFACES)
-            return
-        owner = vms.owner_of(meta)
         if replace or add or mend:
-            # what is made is what OVN holds, for this launcher where it is a VM's
-            self.agent._confirm(owner, entries, launcher=meta.uid if vms.vm_of(owner.name) else None)
+            # what is made is what OVN holds, for this launcher where it is a VM's; a port
+            # that is not there yet is looked for again later, holding no worker meanwhile
+            self.agent._confirm(owner, entries, launcher=meta.uid if vms.vm_of(owner.name) else None,
+                                seconds=CONFIRM_SECONDS)
         if remove:
             self._released(owner, remove)
         with self.lock_of(key):
@@ -218,7 +249,17 @@ class Follower:
                 self.queue.add(key)
                 return              # a DEL, or another pass, changed them: looked at anew
             sandbox = json.loads(next(iter(rows.values()))[1][K_SANDBOX])
-            self._apply(key, meta, owner, container, sandbox, rows, recorded, desired, (remove, replace, mend, add))
+            made = self._apply(key, meta, owner, container, sandbox, rows, recorded, desired,
+                               (remove, replace, mend, add))
+        try:
+            # ovn-controller's install is waited for without the pod's lock, as ADD waits
+            self.agent._wait_installed(made)
+        except Exception:
+            with self.lock_of(key):
+                self.agent._remove(made, container)
+            raise
+        LOG.info("pod %s: followed its list: %s", key, "; ".join("%s %s" % (what, ", ".join(names)) for what, names in (
+            ("removed", remove), ("replaced", replace), ("mended", mend), ("added", add)) if names))
 
     def _released(self, owner, interfaces):
         """Raise while OVN still holds a port of this pod for ``interfaces``:
@@ -228,7 +269,7 @@ class Follower:
             remote, ovsdb.SB_SCHEMA, "Port_Binding", ("logical_port", [owner.port_name(i) for i in interfaces]),
             ["logical_port", "external_ids"], lambda rows: [r["logical_port"] for r in rows
                                                             if (r.get("external_ids") or {}).get(K_UID) == owner.uid],
-            self.agent.config.binding_seconds, tls=tls, field="ovn_sb")
+            CONFIRM_SECONDS, tls=tls, field="ovn_sb")
         if held:
             raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: OVN still holds %s; its interfaces stay" % (
                 owner.namespace, owner.name, ", ".join(held)))
@@ -238,37 +279,49 @@ class Follower:
         try:
             with self.guard:
                 kept = self.held.get(container)
-            handle = os.dup(kept) if kept is not None else cni.open_netns(sandbox["netns"])
+            handle = os.dup(kept[0]) if kept is not None else cni.open_netns(sandbox["netns"])
         except cni.CNIError as exc:
             # its sandbox is gone (a reboot, a DEL to come): the next ADD makes the pod anew
             LOG.info("pod %s: %s; nothing changed", key, exc)
-            return
+            return []
         try:
             stat = os.fstat(handle)
             if "%d:%d" % (stat.st_dev, stat.st_ino) != sandbox.get("id"):
                 LOG.warning("pod %s: %s is no longer the namespace its ADD was given; nothing changed", key,
                             sandbox["netns"])
-                return
+                return []
             cni.check_netns_fd(handle, sandbox["netns"], forbidden=[self.agent.config.node_netns])
             netns = "/proc/%d/fd/%d" % (os.getpid(), handle)
             self.agent._remove([rows[i][0] for i in remove + replace], container)
             if mend:
-                netlink(netns, lambda pod_ns: [_mend_routes(pod_ns, recorded[i], desired[i]) for i in mend])
-                self.agent._record([(rows[i][0], desired[i]) for i in mend])
+                self._mend(netns, sandbox, rows, [(recorded[i], desired[i]) for i in mend])
             hosts = [(cni.host_ifname(meta.uid, i), desired[i]) for i in replace + add]
             made = []
             try:
                 if hosts:
                     self.agent._veths(netns, hosts, sandbox.get("mtu"), self.agent._netdev(), container, made)
                     self.agent._attach(hosts, owner, meta.namespace, meta.name, meta.uid, container, sandbox)
-                    self.agent._wait_installed(made)
             except Exception:
                 self.agent._remove(made, container)
                 raise
+            return made
         finally:
             os.close(handle)
-        LOG.info("pod %s: followed its list: %s", key, "; ".join("%s %s" % (what, ", ".join(names)) for what, names in (
-            ("removed", remove), ("replaced", replace), ("mended", mend), ("added", add)) if names))
+
+    def _mend(self, netns, sandbox, rows, pairs):
+        """Interfaces whose routes, default route or MTU changed, in place:
+        every route gained first (the default route replaced, so never
+        absent), then those no longer listed removed; the MTU of both ends,
+        bounded as ADD bounds it."""
+        netlink(netns, lambda pod_ns: _mend_routes(pod_ns, pairs))
+        for old, new in pairs:
+            mtu = cni.entry_mtu(new, sandbox.get("mtu"))
+            if mtu and mtu != cni.entry_mtu(old, sandbox.get("mtu")):
+                host = rows[new["interface"]][0]
+                netlink(netns, lambda pod_ns, m=mtu, n=new["interface"]: pod_ns.link(
+                    "set", index=pod_ns.link_lookup(ifname=n)[0], mtu=m))
+                self.agent._node(lambda ipr, m=mtu, h=host: ipr.link("set", index=ipr.link_lookup(ifname=h)[0], mtu=m))
+        self.agent._record([(rows[new["interface"]][0], new) for _old, new in pairs])
 
 
 class Sweep:
@@ -314,27 +367,41 @@ class Sweep:
             self.stopping.wait(self.config.sweep_seconds)
 
 
-def _mend_routes(pod_ns, old, new):
-    """An interface's routes, default route and MTU as ``new`` says, in
-    place: the routes ``old`` gave it go, ``new``'s come (the default
-    route replaced, never absent between)."""
-    name = new["interface"]
-    found = pod_ns.link_lookup(ifname=name)
-    if not found:
-        raise cni.CNIError(cni.TRY_AGAIN, "interface %s is missing" % name)
-    index = found[0]
-    if new.get("mtu") != old.get("mtu") and isinstance(new.get("mtu"), int):
-        with step("interface %s: MTU %s" % (name, new["mtu"])):
-            pod_ns.link("set", index=index, mtu=new["mtu"])
-    for entry, verb in ((old, "del"), (new, "replace")):
-        gateway = entry.get("gateway_ip")
-        routes = [(r["dst"], r.get("gw") or gateway) for r in entry.get("routes") or []]
-        if entry.get("default_gateway") and gateway and not (verb == "del" and new.get("default_gateway")):
-            routes.append(("0.0.0.0/0", gateway))
-        for dst, via in routes:
-            with step("interface %s: the route to %s via %s (%s)" % (name, dst, via, verb)):
-                try:
-                    pod_ns.route(verb, dst=dst, gateway=via, oif=index)
-                except Exception:  # noqa: a route already gone is what "del" wants
-                    if verb != "del":
-                        raise
+def _routes(entry):
+    """``{dst: via}`` an entry gives its interface (none for one its DHCP
+    configures inside: ADD makes none)."""
+    gateway = entry.get("gateway_ip")
+    if entry.get("dhcp"):
+        return {}
+    out = dict((r["dst"], r.get("gw") or gateway) for r in entry.get("routes") or [] if isinstance(r, dict))
+    if entry.get("default_gateway") and gateway:
+        out["0.0.0.0/0"] = gateway
+    return out
+
+
+def _mend_routes(pod_ns, pairs):
+    """Each ``(old, new)`` interface's routes as ``new`` says: all gains
+    first (``replace``), then the losses; a default route that moves between
+    interfaces is replaced, never deleted between."""
+    indexes = {}
+    for _old, new in pairs:
+        found = pod_ns.link_lookup(ifname=new["interface"])
+        if not found:
+            raise cni.CNIError(cni.TRY_AGAIN, "interface %s is missing" % new["interface"])
+        indexes[new["interface"]] = found[0]
+    gained = set()
+    for old, new in pairs:
+        for dst, via in sorted(_routes(new).items()):
+            with step("interface %s: the route to %s via %s" % (new["interface"], dst, via)):
+                pod_ns.route("replace", dst=dst, gateway=via, oif=indexes[new["interface"]])
+            if dst == "0.0.0.0/0":
+                gained.add(dst)
+    for old, new in pairs:
+        kept = _routes(new)
+        for dst, via in sorted(_routes(old).items()):
+            if kept.get(dst) == via or dst in gained:
+                continue
+            try:
+                pod_ns.route("del", dst=dst, gateway=via, oif=indexes[new["interface"]])
+            except Exception:  # noqa: a route already gone is what is wanted
+                pass

@@ -29,7 +29,7 @@ class PodTruth:
     """Mixed into the node agent, which provides ``config``, ``ovs``,
     ``_pod`` and ``_entries``."""
 
-    def _confirm(self, pod, entries, macs=True, launcher=None):
+    def _confirm(self, pod, entries, macs=True, launcher=None, seconds=None):
         """Refuse an interface list that OVN does not hold: each entry's MAC
         and IP must be in the port security (or static addresses) of the
         pod's port in the southbound, bound to this pod's UID. The pod's
@@ -55,13 +55,13 @@ class PodTruth:
             # which physical networks the pod's switches need on this node
             verdict = ovsdb.follow_rows(
                 remote, ovsdb.SB_SCHEMA, "Port_Binding", ("logical_port", ports), BINDING_COLUMNS, decide,
-                self.config.binding_seconds, tls=tls, field="ovn_sb", also=[("type", "localnet")])
+                seconds or self.config.binding_seconds, tls=tls, field="ovn_sb", also=[("type", "localnet")])
         except DatabaseUnreachable as exc:
             raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: cannot check its interfaces against OVN: %s" % (
                 namespace, name, exc))
         if verdict is None:
             raise cni.CNIError(cni.TRY_AGAIN, "pod %s/%s: OVN has no port with port security for %s after %ss%s" % (
-                namespace, name, ", ".join(e["interface"] for e in entries), self.config.binding_seconds,
+                namespace, name, ", ".join(e["interface"] for e in entries), seconds or self.config.binding_seconds,
                 " that lets this launcher (UID %s) attach it" % launcher if launcher else ""))
         if verdict:
             raise cni.CNIError(NOT_IN_OVN, "pod %s/%s: its %s annotation is not what OVN holds, refused: %s" % (
@@ -149,7 +149,8 @@ class PodTruth:
         def check(pod_ns):
             for interface, mac, address in wanted:
                 self._check_interface(pod_ns, interface, mac, address)
-        netlink(request["pod_netns"], check)
+        with self._lock("%s/%s" % (namespace, name)):       # not while the follower changes the pod
+            netlink(request["pod_netns"], check)
 
     @staticmethod
     def _check_interface(pod_ns, interface, mac, address):
