@@ -197,7 +197,11 @@ def test_the_provider_pods_sit_on_the_inventorys_provider_networks_out_of_the_ma
                       "prov-w2": ("worker2", [("prov-v100", "eth0")], "provider"),
                       "prov-v2": ("worker2", [("prov-v200", "eth0")], "provider"),
                       "prov-multi": ("worker1", [("prov-v100", "eth0"), ("prov-v200", "eth1"), ("ovn-net1", "eth2")],
-                                     "provider")}
+                                     "provider"),
+                      # a VNF's trunk: the overlay untagged, each provider network a VLAN of its own VID
+                      "prov-trunk": ("worker1", [("ovn-net1", "eth0")], "provider")}
+    trunk = next(json.loads(r) for _n, pod, r, _l, _ns in lay.pods() if pod == layout.TRUNK_POD)
+    assert trunk[0]["vlans"] == [{"name": "prov-v100", "vlan": 10}, {"name": "prov-v200", "vlan": 20}]
     assert layout.PROVIDER_NAMESPACE not in layout.MATRIX_NAMESPACES
 
 
@@ -215,7 +219,7 @@ def test_the_policys_pods_sit_apart_in_labelled_namespaces_out_of_the_matrix():
     # networks' pods have a namespace of their own: test_the_provider_pods_...)
     assert sorted(p for p, (_n, _i, _l, ns) in placed.items() if ns not in ("default", layout.PROVIDER_NAMESPACE)) \
         == ["pol-b", "pol-cli", "pol-srv"]
-    assert layout.MATRIX_NAMESPACES == ["default"] and len(placed) == 14 + len(layout.PROVIDER_PODS)
+    assert layout.MATRIX_NAMESPACES == ["default"] and len(placed) == 14 + len(layout.PROVIDER_PODS) + 1
     assert layout.TENANTS == {"tenant-a": {"team": "a"}, "tenant-b": {"team": "b"}}
 
 

@@ -44,7 +44,7 @@ from ..cluster import annotations, vms
 from ..common.errors import Ovn4nfvError
 from ..common.marks import K_CONTAINER, K_ENTRY, K_INTERFACE, K_POD_REF, K_SANDBOX, K_UID
 from ..common.workqueue import WorkQueue, serve
-from ..node.netns import netlink, step
+from ..node.netns import in_netns, netlink, step
 from ..ovsdb import connection as ovsdb
 from . import kube
 
@@ -161,7 +161,9 @@ class Follower:
     def keep(self, container, path, uid):
         """Keep the namespace an ADD of ``container`` (of the pod ``uid``)
         was given (``path``, the agent's own descriptor of it) until its DEL."""
-        handle = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        # opened from inside it, through /proc: a descriptor of the runtime's
+        # mount would keep that mount busy (its unmount would fail)
+        handle = in_netns(path, lambda: os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC))
         with self.guard:
             old, self.held[container] = self.held.get(container), (handle, uid)
         if old is not None:
