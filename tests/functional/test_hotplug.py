@@ -231,19 +231,29 @@ def test_the_default_route_moved_to_an_interface_its_dhcp_configures(env):
     assert env.cni("DEL", "rg", netns, "ctr-rg")[0] == 0
 
 
-def test_a_sandbox_lost_without_its_del_does_not_stop_the_pod_s_next(env):
-    """The runtime lost a sandbox (its namespace gone, no DEL): the agent
-    lets go of what it kept of it, and the pod's next sandbox is made, its
-    node-side names free again."""
+def test_a_hot_added_interface_survives_an_agent_restart_and_comes_back_with_the_next_sandbox(env):
+    """An interface added to the running pod stays through the node agent's
+    restart (its follower, level-triggered, finds nothing to change); the
+    runtime then loses the sandbox (a reboot: its namespace gone, no DEL):
+    the agent lets go of what it kept of it, and the pod's next sandbox is
+    made with both interfaces, its node-side names free again."""
     netns = env.pod("rn", NET0)
     assert env.cni("ADD", "rn", netns, "ctr-rn")[0] == 0
+    change(env, "rn", NET0, NET1)
+    wait_rows(env, "rn", ["net0", "net1"])
+    hosts = rows_of(env, "rn")
+    env.stop_agent()
+    env.start_agent()
+    env.cni("STATUS", "none", "", "ctr-status")         # answered once it serves, its first list made
+    change(env, "rn", NET0, NET1)                       # a pass over the pod, which changes nothing
+    assert rows_of(env, "rn") == hosts and pod_links(netns) == ["lo", "net0", "net1"]
     name = netns.rsplit("/", 1)[1]
     ip("ip", "netns", "delete", name)
     env.node.namespaces.remove(name)
     env.node._add_ns(name + "b")
     code, out, _err = env.cni("ADD", "rn", "/var/run/netns/%sb" % name, "ctr-rn2")
     assert code == 0, (out, env.log_text())
-    assert pod_links("/var/run/netns/%sb" % name) == ["lo", "net0"]
+    assert pod_links("/var/run/netns/%sb" % name) == ["lo", "net0", "net1"]
     assert env.cni("DEL", "rn", "/var/run/netns/%sb" % name, "ctr-rn2")[0] == 0
     assert env.cni("DEL", "rn", netns, "ctr-rn")[0] == 0
     assert rows_of(env, "rn") == {}
