@@ -85,8 +85,10 @@ VMS = [(1, "vm1", 0, ["pod-w1a"])]
 # interface on the first overlay network): one on each worker on the
 # first, one on the second, and one on both and an overlay.
 PROVIDER_NAMESPACE = "provider"
-# the trunk pod's VIDs in the pod, for the first two provider networks (not their wire VLANs: OVN translates)
-TRUNK_POD, TRUNK_VIDS = "prov-trunk", (10, 20)
+# the trunk pod: untagged, the second provider network; tagged 10 in the pod, the first (its wire VLAN is
+# 100: OVN translates). Its native network is a provider network, not the overlay: a VLAN may not outgrow its
+# trunk's MTU, and the overlay's is the underlay's less the tunnel's where the underlay is 1500
+TRUNK_POD, TRUNK_VIDS = "prov-trunk", (10, None)
 PROVIDER_PODS = [(0, "prov-w1", (0,), False), (1, "prov-w2", (0,), False), (1, "prov-v2", (1,), False),
                  (0, "prov-multi", (0, 1), True)]
 
@@ -241,9 +243,9 @@ class Layout:
             wanted = [self.provider_networks[n]["name"] for n in networks] + ([self.pod_networks[0]] if overlay else [])
             request = [{"name": name, "interface": "eth%d" % i} for i, name in enumerate(wanted)]
             out.append((self.workers[index], pod, json.dumps(request), {}, PROVIDER_NAMESPACE))
-        # a VNF's trunk: the overlay untagged, each provider network as a VLAN of its own VID in the pod
-        trunk = [{"name": self.pod_networks[0], "interface": "eth0", "vlans": [
-            {"name": network["name"], "vlan": vid} for network, vid in zip(self.provider_networks, TRUNK_VIDS)]}]
+        # a VNF's trunk: the second provider network untagged, the first as VLAN 10 in the pod
+        trunk = [{"name": self.provider_networks[1]["name"], "interface": "eth0", "vlans": [
+            {"name": self.provider_networks[0]["name"], "vlan": TRUNK_VIDS[0]}]}]
         out.append((self.workers[0], TRUNK_POD, json.dumps(trunk), {}, PROVIDER_NAMESPACE))
         return out
 

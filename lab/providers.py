@@ -16,10 +16,10 @@ matrix. The rows, each read from the fabric or a pod's own namespace:
 * the fabric's switch learned each pod's MAC on its network's VLAN alone;
 * a pod on both provider networks and an overlay reaches all three;
 * a full 1500-byte packet with DF set, tagged, fits;
-* a VNF's trunk (``prov-trunk``: the overlay untagged, each provider network
-  a VLAN of its own VID in the pod, OVN's nested ports): a frame the pod
-  tags with the VID reaches the fabric on the network's wire VLAN from the
-  VLAN's own address, and the fabric's answer comes back tagged with it;
+* a VNF's trunk (``prov-trunk``: the second provider network untagged, the
+  first as VID 10 in the pod, OVN's nested port): a frame the pod tags with
+  10 reaches the fabric on VLAN 100 from the VLAN's own address, and the
+  fabric's answer comes back tagged 10; an untagged one is VLAN 200's;
 * a pod on the master, which maps no ``physnet-ext``, is refused by the node
   agent naming the physical network, nothing of it is made, and the
   watcher's ``PhysicalNetworkMissing`` Event on it names the network too.
@@ -142,27 +142,28 @@ def _trunk(session, networks, external):
         "ovnIfaceList"])
     rows = []
     for network, vid in zip(networks, TRUNK_VIDS):
-        child = next((e for e in listed if e.get("parent") and e.get("vlan") == vid), None)
+        child = next((e for e in listed if (e.get("vlan") == vid if vid else not e.get("parent"))), None)
         port = "vlan%d" % network["vlan"]
         gateway_mac = json.loads(exec_in(fabric, "ip", "-j", "link", "show", port).stdout)[0]["address"]
         mine = child["ip_address"].split("/")[0] if child else None
         frame = {"kind": "udp", "src_mac": child and child["mac_address"], "dst_mac": gateway_mac, "src_ip": mine,
-                 "dst_ip": network["gateway"], "payload": "trunk-%d" % vid, "vlan": vid}
+                 "dst_ip": network["gateway"], "payload": "trunk-%s" % (vid or "untagged"), "vlan": vid}
         up, ready = _listening(fabric, None, port, frame["payload"])
         if child and ready:
             exec_in(worker, "ip", "netns", "exec", TRUNK_POD, "python3", FRAMES, "send", "eth0",
                     json.dumps([frame]), check=False)
         up = [f for f in _heard(up, frame["payload"]) if f.get("src_ip") == mine] if ready else []
         back = dict(frame, src_mac=gateway_mac, dst_mac=frame["src_mac"], src_ip=frame["dst_ip"], dst_ip=mine,
-                    payload="back-%d" % vid, vlan=None)
+                    payload="back-%s" % (vid or "untagged"), vlan=None)
         down, ready = _listening(worker, TRUNK_POD, "eth0", back["payload"])
         if child and ready:
             exec_in(fabric, "python3", FRAMES, "send", port, json.dumps([back]), check=False)
         down = [f for f in _heard(down, back["payload"]) if f.get("vlan") == vid] if ready else []
-        rows.append(_row(bool(up and down), "%s@%s VID %d in the pod is %s on VLAN %d: %s, %s" % (
-            TRUNK_POD, node, vid, network["name"], network["vlan"],
+        said = "tagged %d" % vid if vid else "untagged"
+        rows.append(_row(bool(up and down), "%s@%s %s in the pod is %s on VLAN %d: %s, %s" % (
+            TRUNK_POD, node, "VID %d" % vid if vid else "untagged", network["name"], network["vlan"],
             "the fabric heard %s" % mine if up else "the fabric heard nothing from %s" % mine,
-            "its answer came back tagged %d" % vid if down else "no answer tagged %d in the pod" % vid)))
+            "its answer came back %s" % said if down else "no answer %s in the pod" % said)))
     return rows
 
 
