@@ -29,14 +29,14 @@ import subprocess
 import time
 
 from lab.host import exec_in
-from lab.workload import kubelet
+from lab.workload import kubelet, report, row, tally
 
 NAMESPACE, POD = "hotplug", "hp-w1"
 WAIT_S = 30
 
 
 def _row(ok, text):
-    return {"ok": bool(ok), "line": "%s hotplug %s" % ("OK  " if ok else "FAIL", text)}
+    return row("hotplug", ok, text)
 
 
 def _links(session, node):
@@ -128,10 +128,8 @@ def check(session):
 def run(session):
     """``lab hotplug``: 0 when every row is OK."""
     rows = check(session)
-    print("\n".join(row["line"] for row in rows))
-    print(line(rows))
-    return 0 if all(row["ok"] for row in rows) else 1
+    return report(rows, line(rows))
 
 
 def line(rows):
-    return "hotplug: hotplug_ok=%d/%d" % (sum(1 for r in rows if r["ok"]), len(rows))
+    return tally("hotplug", "hotplug_ok", rows)

@@ -32,7 +32,7 @@ import subprocess
 
 from lab.host import KUBELET_DIR, exec_in, kubelet_argv
 from lab.layout import PROVIDER_NAMESPACE, PROVIDER_PODS, TRUNK_POD, TRUNK_VIDS
-from lab.workload import kubelet
+from lab.workload import kubelet, report, row, tally
 
 FABRIC_BRIDGE = "br-fabric"
 REFUSED_POD = "prov-m"
@@ -40,7 +40,7 @@ MISSING_EVENT = "PhysicalNetworkMissing"
 
 
 def _row(ok, text):
-    return {"ok": bool(ok), "line": "%-4s provider %s" % ("OK" if ok else "FAIL", text)}
+    return row("provider", ok, text)
 
 
 def _in_pod(session, node, pod, *argv):
@@ -213,10 +213,8 @@ def run(session):
         raise SystemExit("lab: %s declares fewer than two provider networks on the gateways' physnet" %
                          session.layout.inventory)
     rows = check(session)
-    print("\n".join(row["line"] for row in rows))
-    print(line(rows))
-    return 0 if all(row["ok"] for row in rows) else 1
+    return report(rows, line(rows))
 
 
 def line(rows):
-    return "providers: provider_ok=%d/%d" % (sum(1 for r in rows if r["ok"]), len(rows))
+    return tally("providers", "provider_ok", rows)

@@ -194,3 +194,20 @@ def underlay_state(session):
             result = exec_in(name, *argv, check=False)
             out.append("== %s: %s\n%s%s" % (hostname, " ".join(argv), result.stdout, result.stderr))
     return "\n".join(out)
+
+
+def row(kind, ok, text):
+    """One row of a lab check (``lab providers``, ``lab hotplug``)."""
+    return {"ok": bool(ok), "line": "%-4s %s %s" % ("OK" if ok else "FAIL", kind, text)}
+
+
+def report(rows, last):
+    """A check's rows, then ``last`` (its ``<name>_ok=<n>/<n>`` line made from them by :func:`tally`);
+    0 when every row is OK."""
+    print("\n".join(r["line"] for r in rows))
+    print(last)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+def tally(check, key, rows):
+    return "%s: %s=%d/%d" % (check, key, sum(1 for r in rows if r["ok"]), len(rows))
