@@ -98,6 +98,8 @@ def test_an_interface_added_and_removed_while_the_first_carries_traffic(env):
         host = rows_of(env, "hp")["net1"]
         change(env, "hp", NET0, drop=["net1"])
         wait_rows(env, "hp", ["net0"])
+        # the OVS port goes before the veth: the agent's record says when both went
+        assert env.wait_log("pod default/hp: followed its list: removed net1", 30), env.log_text()
         assert pod_links(netns) == ["lo", "net0"], "the pod's link is gone"
         assert host not in env.node_links(), "the node's veth is gone"
         assert "default_hp_net1" not in env.node.box.nbctl("--bare", "--columns=name", "list", "logical_switch_port")
