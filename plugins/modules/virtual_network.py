@@ -187,6 +187,55 @@ options:
             type: str
             choices: [slaac, dhcpv6_stateless, dhcpv6_stateful]
             default: slaac
+      relaxed_port_security:
+        description:
+          - Where a pod's interface on this network (V(ovn) backend) may relax its port security, by the pod's
+            namespace. Every pod port holds strict port security by default (its MAC and IPs; OVN drops any
+            other source); a network function asks for less in its request entry (C(port_security))
+            and is granted it only where this list allows.
+          - V(mac) lets an interface send from any IP with its own MAC (a virtual router or a firewall that
+            forwards others' packets); V(off) lets it send from any MAC and IP (a bridge). V(off) allows V(mac)
+            too.
+          - A pod that asks for more than its namespace is allowed keeps full port security, and a Warning Event
+            C(PortSecurityRefused) says why. Taking an allowance away takes it from the pods that have it.
+          - Given, it replaces the list whole; an empty list removes every allowance.
+        type: list
+        elements: dict
+        suboptions:
+          namespace:
+            description:
+              - A namespace, or V(*) for every namespace.
+            type: str
+            required: true
+          level:
+            description:
+              - The loosest port security allowed there.
+            type: str
+            required: true
+            choices: [mac, off]
+      virtual_ips:
+        description:
+          - Virtual IPs that pods of the given namespaces may hold in turn (VRRP, keepalived), on an V(ovn)
+            network. Each is an OVN C(virtual) port C(vip-<network>-<address>), and never handed out to a pod.
+          - A pod asks for one in its request entry (C(virtual_ips)); where its namespace is allowed, the address
+            joins its interface's port security and its port joins the virtual port's C(virtual-parents), so OVN
+            binds the address to whichever pod announces it. Any other pod that announces it is dropped, and a pod
+            that asks without being allowed gets a Warning Event C(VirtualIPRefused).
+          - Given, it replaces the list whole; a virtual IP dropped from it loses its port and its holders.
+        type: list
+        elements: dict
+        suboptions:
+          address:
+            description:
+              - The IPv4 address, a host of the subnet other than its gateway, that no pod holds.
+            type: str
+            required: true
+          namespaces:
+            description:
+              - The namespaces whose pods may hold it (V(*) for every one).
+            type: list
+            elements: str
+            required: true
   force:
     description:
       - Apply updates that strand ports, and delete networks that still have ports.
@@ -261,6 +310,18 @@ EXAMPLES = r"""
           lease_time: 600
           domain: vnf.example
           ipv6_address_mode: dhcpv6_stateful
+
+- name: A network for a pair of VRRP routers in namespace vnf, which may forward others' packets there
+  ovn4nfv.k8s.virtual_network:
+    config:
+      - name: vnf-net
+        subnet: 172.16.50.0/24
+        relaxed_port_security:
+          - namespace: vnf
+            level: mac
+        virtual_ips:
+          - address: 172.16.50.250
+            namespaces: [vnf]
 
 - name: Query them
   ovn4nfv.k8s.virtual_network:
@@ -351,6 +412,14 @@ def main():
                 domain=dict(type="str"),
                 ipv6_address_mode=dict(type="str", choices=["slaac", "dhcpv6_stateless", "dhcpv6_stateful"],
                                        default="slaac"),
+            )),
+            relaxed_port_security=dict(type="list", elements="dict", options=dict(
+                namespace=dict(type="str", required=True),
+                level=dict(type="str", required=True, choices=["mac", "off"]),
+            )),
+            virtual_ips=dict(type="list", elements="dict", options=dict(
+                address=dict(type="str", required=True),
+                namespaces=dict(type="list", elements="str", required=True),
             )),
         )),
         state=dict(type="str", default="merged", choices=list(STATES)),

@@ -37,7 +37,8 @@ def api():
 
 
 def port(name, mac, ip, pod):
-    return {"name": name, "switch": "net1", "addresses": ["%s %s" % (mac, ip)], "external_ids": pod.marks("net0")}
+    return {"name": name, "switch": "net1", "addresses": ["%s %s" % (mac, ip)], "port_security": ["%s %s" % (mac, ip)],
+            "external_ids": pod.marks("net0")}
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def drifted(sandbox, api):
                                ("default_twin_net0", "0a:00:00:00:01:17", "172.16.1.20", pods["twin"])):
         marks = ["external_ids:%s=%s" % (k, json.dumps(v)) for k, v in sorted(pod.marks("net0").items())]
         sandbox.nbctl("lsp-add", "net1", name, "--", "set", "Logical_Switch_Port", name,
-                      'addresses="%s %s"' % (mac, ip), *marks,
+                      'addresses="%s %s"' % (mac, ip), 'port_security="%s %s"' % (mac, ip), *marks,
                       "external_ids:ovn4nfv-owner=ovn4nfv.k8s")
     # net1's exclusions (its gateway's address among them) removed by hand
     sandbox.nbctl("remove", "Logical_Switch", "net1", "other_config", "exclude_ips")

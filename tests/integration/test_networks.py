@@ -394,3 +394,77 @@ def test_provider_networks_through_the_module(sandbox, collections_path):
 
     assert r["v6_to_provider"]["changed"] and not r["v6_again"]["changed"]
     assert "rtos-v6net" not in {p["name"] for p in rows_from_json(r["router_ports_v6"]["stdout"])}
+
+
+def test_relaxed_port_security_and_virtual_ips_through_the_module(sandbox, collections_path):
+    """``relaxed_port_security`` and ``virtual_ips`` (issue 37): recorded on
+    the switch, each virtual IP an OVN virtual port that no pod is handed
+    the address of. Check mode writes nothing and shows the diff; a second
+    run changes nothing; a virtual IP a port holds, outside the subnet or
+    with a bad namespace is refused with nothing written; a virtual IP
+    dropped loses its port, and the parents the watcher keeps survive a
+    run that leaves the virtual IP be."""
+    nb = sandbox.nb_db
+    vnf = {"name": "vnf", "subnet": "172.16.50.0/24", "relaxed_port_security": [{"namespace": "vnf", "level": "mac"}],
+           "virtual_ips": [{"address": "172.16.50.250", "namespaces": ["vnf", "edge"]}]}
+
+    def vnet(name, config, check=False, fail=False, **extra):
+        return vnet_task(nb, name, config, check, fail, **extra)
+
+    def dump(name):
+        return {"name": name, "changed_when": False, "ansible.builtin.command": {"argv": ["ovsdb-client", "dump", nb]}}
+
+    r, proc = run_playbook(collections_path, [
+        {"name": "topo", "ovn4nfv.k8s.cluster_topology": {"config": {}, "db": nb}},
+        dump("dump0"),
+        vnet("check", [vnf], check=True),
+        dump("dump1"),
+        vnet("create", [vnf]),
+        vnet("again", [vnf]),
+        table_task(nb, "ports", "Logical_Switch_Port"),
+        table_task(nb, "switches", "Logical_Switch"),
+        {"name": "pod_port", "ovn4nfv.k8s.ovn_logical_switch_port": {"db": nb, "config": [
+            {"name": "pod1", "switch": "vnf", "addresses": ["0a:00:00:00:32:64 172.16.50.100"]}]}},
+        # the watcher's part, by hand: the parents of the virtual port
+        {"name": "parents", "ansible.builtin.command": {"argv": [
+            "ovn-nbctl", "--db=" + nb, "set", "logical_switch_port", "vip-vnf-172.16.50.250",
+            "options:virtual-parents=pod1"]}},
+        dump("dump2"),
+        vnet("refuse_held", [dict(vnf, virtual_ips=[{"address": "172.16.50.100", "namespaces": ["vnf"]}])],
+             fail=True),
+        vnet("refuse_outside", [dict(vnf, virtual_ips=[{"address": "172.16.51.1", "namespaces": ["vnf"]}])],
+             fail=True),
+        vnet("refuse_namespace", [dict(vnf, relaxed_port_security=[{"namespace": "Bad_NS", "level": "off"}])],
+             fail=True),
+        vnet("refuse_ovs", [{"name": "ovsvnf", "subnet": "172.16.52.0/24", "backend": "ovs",
+                             "relaxed_port_security": [{"namespace": "vnf", "level": "off"}]}],
+             fail=True, ovs_db=sandbox.ovs_db),
+        dump("dump3"),
+        vnet("mtu_only", [{"name": "vnf", "mtu": 1400}]),
+        table_task(nb, "ports_kept", "Logical_Switch_Port"),
+        vnet("drop", [{"name": "vnf", "virtual_ips": [], "relaxed_port_security": []}]),
+        vnet("drop_again", [{"name": "vnf", "virtual_ips": [], "relaxed_port_security": []}]),
+        table_task(nb, "ports_dropped", "Logical_Switch_Port"),
+        table_task(nb, "switches_dropped", "Logical_Switch"),
+    ])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert r["check"]["changed"] and r["dump0"]["stdout"] == r["dump1"]["stdout"], "check mode wrote"
+    after = r["check"]["diff"]["after"]["vnf"]
+    assert after["relaxed_port_security"] == [{"namespace": "vnf", "level": "mac"}]
+    assert after["virtual_ips"] == [{"address": "172.16.50.250", "namespaces": ["edge", "vnf"]}]
+    assert r["create"]["changed"] and not r["again"]["changed"]
+    vport = next(p for p in rows_from_json(r["ports"]["stdout"]) if p["name"] == "vip-vnf-172.16.50.250")
+    assert vport["type"] == "virtual" and vport["options"] == {"virtual-ip": "172.16.50.250"}
+    switch = next(s for s in rows_from_json(r["switches"]["stdout"]) if s["name"] == "vnf")
+    assert "172.16.50.250" in switch["other_config"]["exclude_ips"], "a pod is never handed the VIP"
+    assert switch["external_ids"]["ovn4nfv-relaxed-security"] == '{"vnf": "mac"}'
+    for name in ("refuse_held", "refuse_outside", "refuse_namespace", "refuse_ovs"):
+        assert r[name].get("failed"), (name, r[name])
+    assert "held by port pod1" in r["refuse_held"]["msg"]
+    assert r["dump2"]["stdout"] == r["dump3"]["stdout"], "a refusal wrote"
+    kept = next(p for p in rows_from_json(r["ports_kept"]["stdout"]) if p["name"] == "vip-vnf-172.16.50.250")
+    assert kept["options"]["virtual-parents"] == "pod1", "the watcher's parents are kept"
+    assert r["drop"]["changed"] and not r["drop_again"]["changed"]
+    assert "vip-vnf-172.16.50.250" not in [p["name"] for p in rows_from_json(r["ports_dropped"]["stdout"])]
+    ids = next(s for s in rows_from_json(r["switches_dropped"]["stdout"]) if s["name"] == "vnf")["external_ids"]
+    assert "ovn4nfv-relaxed-security" not in ids and "ovn4nfv-virtual-ips" not in ids

@@ -28,6 +28,7 @@ PRODUCT = "ovn4nfv-"
 # never renamed or dropped there; that is a migration, kept for a release.
 WRITTEN = {
     "ovn4nfv-sandbox", "ovn4nfv-entry",
+    "ovn4nfv-relaxed-security", "ovn4nfv-virtual-ips", "ovn4nfv-port-security", "ovn4nfv-vips",
     "ovn4nfv-owner", "ovn4nfv.k8s", "ovn4nfv-role", "cluster-router", "join-switch", "node-gateway",
     "gateway-wiring", "pod-port", "ovn4nfv-node", "ovn4nfv-external-ip", "ovn4nfv-external-gateway",
     "ovn4nfv-physnet", "ovn4nfv-join-ip", "ovn4nfv-master", "ovn4nfv-join", "ovn4nfv-network",

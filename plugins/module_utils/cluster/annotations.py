@@ -75,6 +75,10 @@ class InterfaceRequest:
         # the VID its frames carry there; the pod makes no device of it
         self.parent = parent
         self.vlan = vlan
+        # what it asks beyond full port security (:mod:`.port_grants`):
+        # changed in place, never a new port, so not part of its shape
+        self.security = "full"
+        self.vips = []
 
     def shape(self):
         """What two requests must share to be served the same port: its
@@ -177,6 +181,13 @@ def _request(entry, where, interface=None):
     request.default_given = default_text not in (None, "")
     for index, route in enumerate(_first(entry, "routes") or []):
         _add_route(request, route, "%s.routes[%d]" % (where, index))
+    request.security = entry.get("port_security") or "full"
+    for index, text in enumerate(entry.get("virtual_ips") or []):
+        field = "%s.virtual_ips[%d]" % (where, index)
+        vip = str(addressing.parse_ip(_exact(text, field), field, version=4))
+        if vip in request.vips or (ip is not None and vip == str(ip)):
+            raise ValidationError("%s: %s is named twice for this interface" % (field, vip))
+        request.vips.append(vip)
     return request
 
 

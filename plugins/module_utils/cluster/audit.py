@@ -33,7 +33,7 @@ from ..common.marks import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, NETWORK_KEY, 
 from ..ovsdb.execution import Batch, execute
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
-from . import annotations, multi_policies, networks as vn, policy_audit, provider_audit, vms
+from . import annotations, multi_policies, networks as vn, policy_audit, provider_audit, security_audit, vms
 from .pod_addresses import Pod, held_addresses, is_pod_port
 from .pod_changes import pinned
 from .pod_ports import plan_delete, plan_pod
@@ -52,8 +52,8 @@ ELSEWHERE = "port_bound_elsewhere"
 GATEWAY = "gateway_on_missing_chassis"
 DRIFT = "network_drift"
 STALE = "stale_chassis"
-CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT) + policy_audit.CLASSES + (
-    UNBOUND, ELSEWHERE, GATEWAY, STALE) + provider_audit.CLASSES
+CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT) + security_audit.CLASSES + \
+    policy_audit.CLASSES + (UNBOUND, ELSEWHERE, GATEWAY, STALE) + provider_audit.CLASSES
 
 
 def finding(kind, severity, layer, objects, message, repair=None):
@@ -296,6 +296,7 @@ def audit(nb, sb=None, pods=None, nodes=None):
     """Every finding, and the classes skipped for want of a layer.
     ``nodes``, the names of the API's nodes (None or empty: not known)."""
     findings, skipped = audit_addresses(nb) + audit_networks(nb) + policy_audit.audit_policies(nb, finding), []
+    findings += security_audit.audit_port_security(nb, finding)
     if pods is not None:
         findings += audit_pods(nb, pods)
     else:
@@ -342,12 +343,12 @@ def plan_repair(nb, findings, pods=()):
             plan_, _why = _drift_plan(nb, row)
             for resource_plan in (plan_.batch.plans if plan_ is not None else []):
                 batch.add(resource_plan)
-    uids = sorted(set(row.external_ids.get(K_UID) for row in _ports(nb)
-                      if any(f["class"] == LEAKED and row.name in f["objects"] for f in findings)))
-    for uid in uids:
+    leaked = [row for row in _ports(nb) if any(f["class"] == LEAKED and row.name in f["objects"] for f in findings)]
+    for uid in sorted(set(row.external_ids.get(K_UID) for row in leaked)):
         for plan_ in plan_delete(nb, uid).plans:
             batch.add(plan_)
-    for resource_plan in policy_audit.plan_policy_repair(nb, findings).plans:
+    for resource_plan in policy_audit.plan_policy_repair(nb, findings).plans + \
+            security_audit.plan_security_repair(nb, findings, [row.name for row in leaked]).plans:
         batch.add(resource_plan)
     return batch
 

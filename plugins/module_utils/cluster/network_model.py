@@ -15,8 +15,8 @@ import json
 
 from ..common import addressing
 from ..common.marks import (
-    K_BACKEND, K_DHCP, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_PHYSNET, K_POLICY_MODE, K_PROVIDER, K_ROUTES,
-    K_SUBNET, K_SUBNET6, K_VLAN, NETWORK_KEY)
+    K_BACKEND, K_DHCP, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_PHYSNET, K_POLICY_MODE, K_PROVIDER, K_RELAXED,
+    K_ROUTES, K_SUBNET, K_SUBNET6, K_VIRTUAL_IPS, K_VLAN, NETWORK_KEY)
 from ..resources.nb_routers import LogicalRouterPort
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
 
@@ -26,7 +26,7 @@ class Network:
 
     def __init__(self, name, subnet, gateway, backend, exclude_ips=(), mtu=None, dns=(),
                  routes=(), provider=None, bridge=None, vlan=None, subnet6=None, gateway6=None,
-                 policy_mode="stateful", dhcp=None, physnet=None):
+                 policy_mode="stateful", dhcp=None, physnet=None, relaxed=None, virtual_ips=()):
         self.name = name
         self.subnet = subnet
         self.gateway = gateway
@@ -43,6 +43,10 @@ class Network:
         self.policy_mode = policy_mode or "stateful"
         self.dhcp = dhcp            # dhcp.check's form, or None: OVN serves no DHCP here
         self.physnet = physnet      # a provider network's physical network, or None: an overlay
+        # where its pods' interfaces may relax port security: {namespace or "*": "mac" or "off"}
+        self.relaxed = dict(relaxed or {})
+        # its VRRP virtual IPs: [{"address", "namespaces"}], each an OVN virtual port
+        self.virtual_ips = [dict(v) for v in virtual_ips]
 
     @property
     def stateful(self):
@@ -62,6 +66,10 @@ class Network:
             out["policy_mode"] = self.policy_mode
         if self.dhcp is not None:
             out["dhcp"] = dict(self.dhcp)
+        if self.relaxed:
+            out["relaxed_port_security"] = [{"namespace": n, "level": level} for n, level in sorted(self.relaxed.items())]
+        if self.virtual_ips:
+            out["virtual_ips"] = [dict(v) for v in self.virtual_ips]
         return out
 
     @property
@@ -85,6 +93,11 @@ class Network:
     def switch_port(self):
         return "stor-" + self.name
 
+    def virtual_port(self, address):
+        """The OVN ``virtual`` port of one of its virtual IPs: no pod port
+        is named so (their names hold two ``_``)."""
+        return "vip-%s-%s" % (self.name, address)
+
     def records(self):
         """The network's settings as ``external_ids``; None removes a key."""
         return {
@@ -101,16 +114,27 @@ class Network:
             K_DHCP: json.dumps(self.dhcp, sort_keys=True) if self.dhcp is not None else None,
             K_PHYSNET: self.physnet,
             K_VLAN: str(self.vlan) if self.vlan else None,
+            K_RELAXED: json.dumps(self.relaxed, sort_keys=True) if self.relaxed else None,
+            K_VIRTUAL_IPS: json.dumps(self.virtual_ips, sort_keys=True) if self.virtual_ips else None,
         }
 
     def own_ports(self):
         """The network's own ports on its switch (not pods')."""
-        return (self.localnet_port,) if self.physnet else (self.switch_port,)
+        return ((self.localnet_port,) if self.physnet else (self.switch_port,)) + tuple(
+            self.virtual_port(v["address"]) for v in self.virtual_ips)
+
+    def virtual_items(self):
+        """Its virtual IPs' ports: OVN binds each to whichever of its
+        ``virtual-parents`` (the watcher keeps them: the ports granted the
+        address) announces it. Merged, so the parents stay."""
+        return [{"name": self.virtual_port(v["address"]), "switch": self.name, "type": "virtual",
+                 "options": {"virtual-ip": v["address"]}, "external_ids": {NETWORK_KEY: self.name}}
+                for v in self.virtual_ips]
 
     def ovn_items(self, topology):
         mark = {NETWORK_KEY: self.name}
         switch = {"name": self.name, "subnet": str(self.subnet),
-                  "exclude_ips": self.exclude_ips + [str(self.gateway)],
+                  "exclude_ips": self.exclude_ips + [str(self.gateway)] + [v["address"] for v in self.virtual_ips],
                   "ipv6_prefix": str(self.subnet6.network) if self.subnet6 is not None else None,
                   "external_ids": self.records()}
         if self.physnet:
@@ -121,7 +145,7 @@ class Network:
                         "external_ids": mark}
             if self.vlan:
                 localnet["tag"] = self.vlan
-            return {LogicalSwitch: [switch], LogicalSwitchPort: [localnet]}
+            return {LogicalSwitch: [switch], LogicalSwitchPort: [localnet] + self.virtual_items()}
         return {
             LogicalSwitch: [switch],
             LogicalRouterPort: [{"name": self.router_port, "router": topology.router,
@@ -131,15 +155,16 @@ class Network:
             LogicalSwitchPort: [{"name": self.switch_port, "switch": self.name, "type": "router",
                                  "addresses": ["router"],
                                  "options": {"router-port": self.router_port},
-                                 "external_ids": mark}],
+                                 "external_ids": mark}] + self.virtual_items(),
         }
 
     def ovn_keys(self):
+        ports = [{"name": name} for name in self.own_ports()]
         if self.physnet:
-            return {LogicalSwitch: [{"name": self.name}], LogicalSwitchPort: [{"name": self.localnet_port}]}
+            return {LogicalSwitch: [{"name": self.name}], LogicalSwitchPort: ports}
         return {LogicalSwitch: [{"name": self.name}],
                 LogicalRouterPort: [{"name": self.router_port}],
-                LogicalSwitchPort: [{"name": self.switch_port}]}
+                LogicalSwitchPort: ports}
 
     def ovs_item(self, datapath_type):
         records = self.records()

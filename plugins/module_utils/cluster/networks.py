@@ -32,14 +32,14 @@ import re
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import (
-    K_DHCP, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_PHYSNET, K_POLICY_MODE, K_PROVIDER, K_ROUTES,
-    K_SUBNET, K_SUBNET6, K_VLAN, NETWORK_KEY, OWNER_KEY, OWNER_VALUE)
+    K_DHCP, K_DNS, K_EXCLUDE, K_GATEWAY, K_GATEWAY6, K_MTU, K_PHYSNET, K_POLICY_MODE, K_PROVIDER, K_RELAXED,
+    K_ROUTES, K_SUBNET, K_SUBNET6, K_VIRTUAL_IPS, K_VLAN, NETWORK_KEY, OWNER_KEY, OWNER_VALUE)
 from ..common.naming import in_range, interface_name, ovn_name, physnet_name
 from ..ovsdb.declared import CompositeKind, plan_declared
 from ..ovsdb.view import cell
 from ..ovsdb.plan import plan, validate_config
 from ..resources.nb_dhcp import DHCPOptions
-from ..resources.nb_switches import LogicalSwitch
+from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
 from ..resources.ovs import Bridge
 from . import dhcp as dhcp_service, network_safety
 from .network_model import Network
@@ -51,7 +51,8 @@ BACKENDS = ("ovn", "ovs")
 GENEVE_OVERHEAD = 58
 _PROVIDER = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.ovn)?\Z")
 OPTIONS = ("name", "subnet", "gateway", "subnet6", "gateway6", "exclude_ips", "mtu", "dns",
-           "routes", "provider", "backend", "bridge", "vlan", "policy_mode", "dhcp", "physnet")
+           "routes", "provider", "backend", "bridge", "vlan", "policy_mode", "dhcp", "physnet",
+           "relaxed_port_security", "virtual_ips")
 # how a network's policies keep state: stateful (conntrack: replies and
 # related ICMP pass, Services are balanced) or stateless (no conntrack)
 POLICY_MODES = ("stateful", "stateless")
@@ -102,7 +103,53 @@ def check_network(item, where):
     if "dhcp" in out:
         # False: turned off (a merged task that says nothing keeps it)
         out["dhcp"] = dhcp_service.check(out["dhcp"], where + ".dhcp") or False
+    if "relaxed_port_security" in out:
+        out["relaxed_port_security"] = _check_relaxed(out["relaxed_port_security"], where + ".relaxed_port_security")
+    if "virtual_ips" in out:
+        out["virtual_ips"] = _check_virtual_ips(out["virtual_ips"], where + ".virtual_ips")
     return out
+
+
+_NAMESPACE = re.compile(r"^(\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\Z")
+
+
+def _namespace(value, field):
+    if not isinstance(value, str) or not _NAMESPACE.match(value):
+        raise ValidationError("%s: %r is not a namespace's name (or *, every namespace)" % (field, value))
+    return value
+
+
+def _check_relaxed(items, where):
+    """``[{namespace, level}]`` as ``{namespace: level}``; a namespace
+    once."""
+    out = {}
+    for index, item in enumerate(items or []):
+        field = "%s[%d]" % (where, index)
+        namespace = _namespace((item or {}).get("namespace"), field + ".namespace")
+        if item.get("level") not in ("mac", "off"):
+            raise ValidationError("%s.level: %r is not mac or off" % (field, item.get("level")))
+        if namespace in out:
+            raise ValidationError("%s.namespace: %s is named twice" % (field, namespace))
+        out[namespace] = item["level"]
+    return out
+
+
+def _check_virtual_ips(items, where):
+    """``[{address, namespaces}]``, each address once, namespaces sorted."""
+    out, seen = [], set()
+    for index, item in enumerate(items or []):
+        field = "%s[%d]" % (where, index)
+        address = str(addressing.parse_ip((item or {}).get("address"), field + ".address", version=4))
+        if address in seen:
+            raise ValidationError("%s.address: %s is named twice" % (field, address))
+        seen.add(address)
+        namespaces = item.get("namespaces")
+        if not isinstance(namespaces, list) or not namespaces:
+            raise ValidationError("%s.namespaces: the namespaces whose pods may hold %s are required" % (
+                field, address))
+        out.append({"address": address, "namespaces": sorted(set(
+            _namespace(n, "%s.namespaces[%d]" % (field, i)) for i, n in enumerate(namespaces)))})
+    return sorted(out, key=lambda v: addressing.parse_ip(v["address"], "address"))
 
 
 def complete(given, current, merge, backend, where, underlay_mtu=None):
@@ -179,10 +226,30 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
     if backend == "ovs":
         bridge = cfg.get("bridge") or ("br-" + cfg["name"])[:15]
         interface_name(bridge, where + ".bridge")
+    relaxed, vips = _relaxed_of(cfg), _virtual_ips_of(cfg)
+    if backend == "ovs" and (relaxed or vips):
+        raise ValidationError("%s.%s: applies to the ovn backend only (OVN's port security)" % (
+            where, "relaxed_port_security" if relaxed else "virtual_ips"))
+    for index, vip in enumerate(vips):
+        address = addressing.parse_ip(vip["address"], "address")
+        if address not in subnet or address in (subnet.network, subnet.broadcast, gateway):
+            raise ValidationError("%s.virtual_ips[%d].address: %s is not a host address of the subnet %s other "
+                                  "than its gateway" % (where, index, address, subnet))
     return Network(cfg["name"], subnet, gateway, backend, excludes, cfg.get("mtu"),
                    [str(addressing.parse_ip(d, "dns")) for d in cfg.get("dns") or []], routes,
                    cfg.get("provider"), bridge, cfg.get("vlan"), subnet6, gateway6, cfg.get("policy_mode"),
-                   cfg.get("dhcp") or None, physnet)
+                   cfg.get("dhcp") or None, physnet, relaxed, vips)
+
+
+def _relaxed_of(cfg):
+    """The relaxations of a merged config: the current network's config
+    form (a list) or a checked item's (a dict)."""
+    value = cfg.get("relaxed_port_security") or {}
+    return _check_relaxed(value, "relaxed_port_security") if isinstance(value, list) else value
+
+
+def _virtual_ips_of(cfg):
+    return list(cfg.get("virtual_ips") or [])
 
 
 def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
@@ -198,7 +265,9 @@ def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
         [d for d in (ids.get(K_DNS) or "").split(",") if d],
         json.loads(ids[K_ROUTES]) if ids.get(K_ROUTES) else [], ids.get(K_PROVIDER), bridge,
         int(ids[K_VLAN]) if ids.get(K_VLAN) else None, subnet6, gateway6, ids.get(K_POLICY_MODE),
-        json.loads(ids[K_DHCP]) if ids.get(K_DHCP) else None, ids.get(K_PHYSNET) if backend == "ovn" else None)
+        json.loads(ids[K_DHCP]) if ids.get(K_DHCP) else None, ids.get(K_PHYSNET) if backend == "ovn" else None,
+        json.loads(ids[K_RELAXED]) if ids.get(K_RELAXED) else None,
+        json.loads(ids[K_VIRTUAL_IPS]) if ids.get(K_VIRTUAL_IPS) else ())
 
 
 class NetworkState:
@@ -359,6 +428,12 @@ class Networks(CompositeKind):
         problems = cross_checks(after, topology, gateways)
         if not self.force:
             problems.extend(network_safety.stranded_ports(current, after, declared, deleting))
+        for name in declared:
+            # a virtual IP is never a pod's own address
+            held = current[name].used() if name in current else {}
+            problems.extend("network %s: virtual IP %s is held by port %s" % (name, v["address"], held[ip])
+                            for v in after[name].virtual_ips for ip in [addressing.parse_ip(v["address"], "vip")]
+                            if ip in held)
         upserts, deletes = {}, {}
         for name in declared:
             old = current[name].network if name in current else None
@@ -378,8 +453,12 @@ class Networks(CompositeKind):
                                         name, "a provider network" if after[name].physnet else "an overlay",
                                         len(current[name].ports), ", ".join(p for p, _a, _i in current[name].ports[:3])))
                 for resource_class, objs in old.ovn_keys().items():
-                    if resource_class is not LogicalSwitch:
+                    if resource_class not in (LogicalSwitch, LogicalSwitchPort):
                         deletes.setdefault(resource_class, []).extend(objs)
+            if ovn and old is not None:
+                # its own ports it no longer has: a virtual IP dropped, the router's port or localnet's
+                deletes.setdefault(LogicalSwitchPort, []).extend(
+                    {"name": port} for port in old.own_ports() if port not in after[name].own_ports())
         if problems:
             raise ValidationError(problems)
         for name in declared:

@@ -17,7 +17,8 @@ __metaclass__ = type
 from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.marks import (
-    K_CHAIN_FUNCTION, K_CHAIN_HELD, K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID, OWNER_KEY, OWNER_VALUE, ROLE, ROLE_POD)
+    K_CHAIN_FUNCTION, K_CHAIN_HELD, K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_SECURITY, K_UID, K_VIPS, OWNER_KEY,
+    OWNER_VALUE, ROLE, ROLE_POD)
 from ..ovsdb.view import cell
 
 
@@ -209,26 +210,37 @@ def pool_usage(view, network, switch):
     return "%s holds %d addresses, %d held" % (network.subnet, pool_size(network), _held(view, switch))
 
 
-def port_security(row, mac_only=None):
-    """What a pod port may send as: its MAC with its IPs and the IPv6
-    link-local address the kernel derives from that MAC; OVN drops any
-    other source MAC, source IP or ARP/ND claim. A network function's
-    interface in a chain (marked ``K_CHAIN_FUNCTION``, or
-    ``mac_only``) forwards others' traffic: its MAC alone. None while OVN
+def port_security(row, mac_only=None, grant=None):
+    """What a pod port may send as: its MAC with its IPs, the virtual IPs
+    it was granted (``K_VIPS``) and the IPv6 link-local address the kernel
+    derives from that MAC; OVN drops any other source MAC, source IP or
+    ARP/ND claim. Looser where it was granted so (``K_SECURITY``: its MAC
+    alone, or nothing), and its MAC alone where it is a network function's
+    interface in a chain (marked ``K_CHAIN_FUNCTION``, or ``mac_only``),
+    which forwards others' traffic. ``grant``, ``(level, vips)``, in place
+    of the row's marks: what the watcher is about to grant. None while OVN
     has not assigned the port an address yet."""
     mac, ips = held_addresses(row)
     if not mac or not any(ip.version == 4 for ip in ips):
         return None
+    ids = cell(row, "external_ids", None) or {}
+    if grant is None:
+        grant = (ids.get(K_SECURITY) or "full", [v for v in (ids.get(K_VIPS) or "").split(",") if v])
     if mac_only is None:
-        mac_only = bool((cell(row, "external_ids", None) or {}).get(K_CHAIN_FUNCTION))
-    return security(mac, ips, mac_only)
+        mac_only = bool(ids.get(K_CHAIN_FUNCTION))
+    level = "mac" if mac_only and grant[0] == "full" else grant[0]
+    return security(mac, ips, level, grant[1])
 
 
-def security(mac, ips, mac_only=False):
-    """The port security of a port holding ``mac`` and ``ips``."""
-    if mac_only:
+def security(mac, ips, level="full", vips=()):
+    """The port security of a port holding ``mac`` and ``ips`` (and the
+    virtual IPs ``vips``) at ``level``: ``full``, ``mac`` (its MAC alone)
+    or ``off`` (none)."""
+    if level == "off":
+        return []
+    if level == "mac":
         return [mac]
-    return ["%s %s %s" % (mac, " ".join(str(ip) for ip in ips), _link_local(mac))]
+    return ["%s %s %s" % (mac, " ".join([str(ip) for ip in ips] + list(vips)), _link_local(mac))]
 
 
 _LINK_LOCAL = {}
@@ -248,11 +260,13 @@ _POOLS = {}
 def pool(network):
     """The addresses of ``network`` a port may get, as an ``IPSet`` (made
     once per subnet, exclusions and gateway): never to be changed."""
-    key = (str(network.subnet), tuple(network.exclude_ips), str(network.gateway))
+    vips = tuple(v["address"] for v in network.virtual_ips)
+    key = (str(network.subnet), tuple(network.exclude_ips), str(network.gateway), vips)
     if key not in _POOLS:
         hosts = addressing.ip_set(network.subnet, network.exclude_ips)
-        if network.gateway in hosts:
-            hosts.remove(network.gateway)
+        for taken in (str(network.gateway),) + vips:        # its own: never a pod's
+            if addressing.parse_ip(taken, "address") in hosts:
+                hosts.remove(taken)
         if len(_POOLS) > 256:
             _POOLS.clear()
         _POOLS[key] = hosts
@@ -307,7 +321,9 @@ def binding_verdict(pod, entries, bindings, macs=True, launcher=None):
     for entry in entries:
         row = by_name.get(pod.port_name(entry["interface"]))
         ids = (row or {}).get("external_ids") or {}
-        if row is None or ids.get(K_UID) != pod.uid or not as_strings(row.get("port_security")) or \
+        # a port granted no port security (K_SECURITY off) is confirmed by its addresses alone
+        if row is None or ids.get(K_UID) != pod.uid or \
+                not (as_strings(row.get("port_security")) or ids.get(K_SECURITY) == "off") or \
                 (launcher is not None and launcher not in (ids.get(K_LAUNCHERS) or "").split(",")):
             waiting = True
             continue

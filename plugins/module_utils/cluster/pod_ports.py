@@ -22,7 +22,7 @@ from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
 from ..ovsdb.view import cell
 from ..resources.nb_switches import LogicalSwitchPort
-from . import annotations, dhcp, multi_policies, networks as vn, remote_mirrors, vms
+from . import annotations, dhcp, multi_policies, networks as vn, port_grants, remote_mirrors, vms
 from .pod_addresses import (
     Pod, allocate, held_addresses, scan_holder,
     free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
@@ -205,9 +205,13 @@ def plan_pod(view, pod, requests, addresses=None, labels=None, replaced=None):
             ips = [ip]
             if request.ip is None and network.subnet6 is not None:
                 ips.append(addressing.eui64(network.subnet6, mac))
-            texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], port_security_of(mac, ips)
+            texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], None
+        # what the network lets it have beyond full port security (the refusals: the watcher's Events)
+        level, vips, _refused = port_grants.grant(network, pod.namespace, request)
+        security = port_security_of(mac, ips, level, vips) if security is None else security
+        marks = dict((k, v) for k, v in port_grants.marks(level, vips).items() if v)
         item = {"name": name, "switch": network.name, "addresses": texts,
-                "external_ids": pod.marks(request.interface)}
+                "external_ids": dict(pod.marks(request.interface), **marks)}
         if request.parent:
             # a trunk's VLAN: OVN's nested port, its frames on the trunk's port with this tag
             item.update(parent_name=pod.port_name(request.parent), tag=request.vlan)
@@ -359,6 +363,9 @@ def _check_static_ip(request, network):
         raise ValidationError("%s: %s is network %s's network address" % (field, request.ip, network.name))
     if request.ip == subnet.broadcast:
         raise ValidationError("%s: %s is network %s's broadcast address" % (field, request.ip, network.name))
+    if str(request.ip) in [v["address"] for v in network.virtual_ips]:
+        raise ValidationError("%s: %s is a virtual IP of network %s: ask for it in virtual_ips" % (
+            field, request.ip, network.name))
     if request.ip not in pool(network):
         raise ValidationError("%s: %s is in network %s's exclude_ips (%s)" % (
             field, request.ip, network.name, " ".join(network.exclude_ips)))
@@ -378,8 +385,11 @@ def plan_port_security(view, pod, requests):
         if row is None:
             continue
         item = {"name": row.name, "switch": request.network}
-        wanted = port_security(row)
-        if wanted is not None and sorted(cell(row, "port_security")) != wanted:
+        level, vips, _refused = port_grants.grant(_network(view, request.network), pod.namespace, request)
+        if port_grants.granted(row) != (level, vips):
+            item["external_ids"] = port_grants.marks(level, vips)
+        wanted = port_security(row, grant=(level, vips))
+        if wanted is not None and sorted(cell(row, "port_security")) != sorted(wanted):
             item["port_security"] = wanted
         # a trunk's VLAN keeps its nesting: the tag is what keeps the VLANs apart
         nesting = (pod.port_name(request.parent), request.vlan) if request.parent else None

@@ -46,6 +46,10 @@ _ROUTE = {"type": "object", "additionalProperties": False, "required": ["dst"],
           "properties": {"dst": dict(_ADDRESS, type="string"), "gw": _ADDRESS}}
 _NETWORK_NAME = {"type": "string", "minLength": 1, "maxLength": 253}
 
+# how strictly a port's source addresses are held: its MAC and IPs (full),
+# its MAC alone (mac), not at all (off)
+SECURITY_LEVELS = ("full", "mac", "off")
+MAX_VIRTUAL_IPS = 4     # VRRP virtual IPs one interface may answer for
 MAX_VLANS = 8           # VLANs nested in one trunk interface (each counts as an interface)
 # A VLAN of a trunk interface (OVN's nested port): its network and its VID
 # in the pod, which the network's own (its wire's) need not be.
@@ -72,6 +76,10 @@ INTERFACE_ENTRY = {
         "dhcp": _FLAG,
         # a trunk: these networks ride the interface tagged, each its own port
         "vlans": {"type": "array", "maxItems": MAX_VLANS, "items": _VLAN_ENTRY},
+        # exceptions a network function asks for, granted only where its
+        # network's operator allows them (cluster/port_grants.py)
+        "port_security": {"enum": list(SECURITY_LEVELS)},
+        "virtual_ips": {"type": "array", "maxItems": MAX_VIRTUAL_IPS, "items": dict(_ADDRESS, type="string")},
     },
 }
 SCHEMAS = {

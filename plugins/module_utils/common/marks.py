@@ -91,6 +91,12 @@ K_DHCP = "ovn4nfv-dhcp"
 # pod asked of its DHCP (JSON {"routes", "default_route"})
 K_DHCP_PORT = "ovn4nfv-dhcp-port"
 K_DHCP_OVERRIDE = "ovn4nfv-dhcp-override"
+# where the operator lets a pod's interface relax its port security, as
+# JSON {namespace or "*": "mac" or "off"}; the network's virtual IPs for
+# VRRP and the namespaces whose pods may hold each, as JSON
+# [{"address", "namespaces"}] (issue 37)
+K_RELAXED = "ovn4nfv-relaxed-security"
+K_VIRTUAL_IPS = "ovn4nfv-virtual-ips"
 
 # --------------------------------------------------------------------------
 # Pods: their ports in OVN, their interfaces in a node's Open vSwitch
@@ -117,6 +123,11 @@ K_VMI = "ovn4nfv-vmi"
 # and the port security that MAC-only replaced there
 K_CHAIN_FUNCTION = "ovn4nfv-chains"
 K_CHAIN_HELD = "ovn4nfv-chain-held"
+# what a pod port was granted beyond full port security: "mac" or "off"
+# (absent: full), and the network's virtual IPs it may answer for
+# (comma-separated)
+K_SECURITY = "ovn4nfv-port-security"
+K_VIPS = "ovn4nfv-vips"
 
 # --------------------------------------------------------------------------
 # Services, chains, taps, uplinks
@@ -268,6 +279,10 @@ CONTRACT = {
                     "cluster/dhcp.py, resources/nb_dhcp.py (the row's identity), the audit"),
     "K_DHCP_OVERRIDE": (KIND_KEY, "a DHCP_Options row made for one pod port", "the watcher",
                         "cluster/dhcp.py (the row's options made again from it and the network)"),
+    "K_RELAXED": (KIND_KEY, "a network's Logical_Switch (where port security may be relaxed, JSON)", _NETWORKS,
+                  "cluster/port_grants.py (the watcher's grants), the audit (cluster/security_audit.py)"),
+    "K_VIRTUAL_IPS": (KIND_KEY, "a network's Logical_Switch (its VRRP virtual IPs and their namespaces, JSON)",
+                      _NETWORKS, "cluster/networks.py (its virtual ports), cluster/port_grants.py, the audit"),
     "K_POLICY_MODE": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
                       "cluster/networks.py; the watcher and network_policy (how its ACLs keep state)"),
     "K_NAMESPACE": (KIND_KEY, "a pod's Logical_Switch_Port", _PODS, "the watcher, the audit, the picture"),
@@ -298,6 +313,12 @@ CONTRACT = {
     "K_CHAIN_HELD": (KIND_KEY, "a network function pod's Logical_Switch_Port (its replaced port security)",
                      "the watcher (cluster/chains.py)",
                      "cluster/pod_addresses.py (held_addresses), the node agent (through the SB copy)"),
+    "K_SECURITY": (KIND_KEY, "a pod's Logical_Switch_Port (the relaxed port security it was granted)",
+                   "the watcher (cluster/port_grants.py)",
+                   "cluster/pod_addresses.py (its port security), the node agent (through the SB copy), the audit"),
+    "K_VIPS": (KIND_KEY, "a pod's Logical_Switch_Port (the virtual IPs it was granted)",
+               "the watcher (cluster/port_grants.py)",
+               "cluster/pod_addresses.py (its port security), the watcher (daemons/vip_parents.py), the audit"),
     "K_SERVICE": (KIND_KEY, "Load_Balancer (<namespace>/<name> of the Service)",
                   "the watcher (cluster/services.py)", "cluster/services.py, the watcher"),
     "K_SERVICE_UID": (KIND_KEY, "Load_Balancer", "the watcher (cluster/services.py)",

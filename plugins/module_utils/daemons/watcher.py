@@ -49,7 +49,8 @@ from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
 from ..ovsdb.view import View, cell
-from . import chain_hops, kube, multus, physnet_watch, policy_watch, service_watch, settings as daemon, vm_watch
+from . import (
+    chain_hops, grant_watch, kube, multus, physnet_watch, policy_watch, service_watch, settings as daemon, vm_watch)
 
 try:
     from kubernetes import client as k8s_client
@@ -169,6 +170,7 @@ class Watcher:
         self.policies = policy_watch.Policies(self) if config.policies else None
         self.vms = vm_watch.Vms(self, self.custom)
         self.physnets = physnet_watch.Physnets(self)
+        self.grants = grant_watch.Grants(self)
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
@@ -178,7 +180,7 @@ class Watcher:
 
     def _stop_parts(self):
         self.queue.shutdown()
-        for part in (self.services, self.chains, self.policies, self.vms, self.physnets):
+        for part in (self.services, self.chains, self.policies, self.vms, self.physnets, self.grants):
             if part is not None:
                 part.stop()
 
@@ -208,7 +210,7 @@ class Watcher:
         for worker in workers:
             worker.start()
         workers += self.services.start() + self.chains.start() + (self.policies.start() if self.policies else [])
-        workers += self.vms.start() + self.physnets.start()
+        workers += self.vms.start() + self.physnets.start() + self.grants.start()
         # systemd (Type=notify), and the tests' harness before it stops the
         # watcher: it serves, and SIGTERM now stops it cleanly
         daemon.notify_ready()
@@ -251,6 +253,7 @@ class Watcher:
         the NB. A pod port that waits came or changed (ovn-northd gave it
         its address); or a pod port went, so an address may have freed for
         the keys waiting on a full network."""
+        self.grants.nb_changed(event, row)
         if row._table.name == "Logical_Router_Policy":
             self.chains.nb_changed(event, row)
             return
@@ -379,6 +382,7 @@ class Watcher:
         def state(idl):
             return pod_changes.state(View(idl), owner, requests, told, follow)
 
+        self.grants.refuse(pod, owner, requests)        # what its networks do not allow it: kept strict, said
         patch, right, secured, changed = self.nb.read(state)
         if patch and right and secured and not changed and all(found.get(k) == v for k, v in patch.items()):
             self._served(key, (meta.uid, found))

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watcher's part in what network functions are granted beyond full
+port security (:mod:`..cluster.port_grants`).
+
+A pod's grant is planned with its ports, by the pod's own key. Two things
+are not a pod's: a network's allowances changing (``relaxed_port_security``,
+``virtual_ips``: every pod on it is served again, so that one that lost an
+allowance loses what it had), and each virtual port's ``virtual-parents``,
+the ports granted its address. Those are one list shared by several pods,
+so one worker writes them, from the NB as it is, whenever a pod port or a
+virtual port changes on a network that has virtual IPs; a pod that went
+leaves it so.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import logging
+import threading
+
+from ..cluster import port_grants
+from ..common.errors import Ovn4nfvError
+from ..common.marks import K_NAMESPACE, K_POD, K_RELAXED, K_VIRTUAL_IPS, NETWORK_KEY
+from ..common.workqueue import WorkQueue, serve
+from ..ovsdb.execution import execute
+from ..ovsdb.view import View, cell
+from .switch_marks import SwitchMarks
+
+LOG = logging.getLogger("ovn4nfv.grants")
+ALL = "*"       # the queue's one key: every network with virtual IPs
+
+
+def vip_networks(idl):
+    """The networks whose switch declares virtual IPs."""
+    return set(row.name for row in idl.tables["Logical_Switch"].rows.values()
+               if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_VIRTUAL_IPS))
+
+
+class Grants:
+    """For one :class:`..watcher.Watcher`."""
+
+    def __init__(self, watcher):
+        self.watcher = watcher
+        self.queue = WorkQueue(base_delay=0.2, max_delay=watcher.config.max_backoff_seconds, name="grants")
+        self.marks = (SwitchMarks(K_RELAXED), SwitchMarks(K_VIRTUAL_IPS))
+        self.lock = threading.Lock()
+        self.networks = set()       # those with virtual IPs, as the NB last said
+
+    def start(self):
+        with self.lock:
+            self.networks = self.watcher.nb.read(vip_networks)
+        self.queue.add(ALL)
+        thread = threading.Thread(target=self._work, name="grants-worker", daemon=True)
+        thread.start()
+        return [thread]
+
+    def stop(self):
+        self.queue.shutdown()
+
+    def nb_changed(self, event, row):
+        """Where the watcher's NB listener hands on every update."""
+        if row._table.name == "Logical_Switch":
+            self.switch_changed(event, row)
+        elif row._table.name == "Logical_Switch_Port":
+            self.port_changed(event, row)
+
+    def refuse(self, pod, owner, requests):
+        """Say in the pod's Events what its requests ask that their networks
+        do not allow it (its ports keep full port security): once each, as
+        the watcher reports."""
+        if any(r.security != "full" or r.vips for r in requests):
+            for reason, message in self.watcher.nb.read(
+                    lambda idl: port_grants.refusals(View(idl), owner, requests)):
+                self.watcher.report(pod, reason, message)
+
+    def switch_changed(self, event, row):
+        """A network's switch changed: where its allowances did, every pod
+        with a port on it is served again."""
+        if not any([marks.changed(event, row) for marks in self.marks]):
+            return
+        with self.lock:
+            self.networks.discard(row.name)
+            if event != "delete" and row.external_ids.get(K_VIRTUAL_IPS):
+                self.networks.add(row.name)
+        for port in getattr(row, "ports", None) or ():
+            ids = cell(port, "external_ids")
+            if ids.get(K_POD):
+                key = "%s/%s" % (ids.get(K_NAMESPACE), ids.get(K_POD))
+                self.watcher.served_as.pop(key, None)
+                self.watcher.queue.add(key)
+        self.queue.add(ALL)
+
+    def port_changed(self, event, row):
+        """A switch port came, went or changed: while any network has
+        virtual IPs, their parents are looked at again."""
+        with self.lock:
+            if not self.networks:
+                return
+        self.queue.add(ALL)
+
+    def handle(self, _key):
+        with self.lock:
+            names = sorted(self.networks)
+        for name in names:
+            result = execute(self.watcher.nb, lambda view, name=name: port_grants.plan_parents(view, name), write=True)
+            if result.changed:
+                LOG.info("network %s: %s", name, "; ".join(result.operations()))
+
+    def _work(self):
+        serve(self.queue, self.handle, LOG, "virtual IPs", (Ovn4nfvError,))
