@@ -24,7 +24,8 @@ description:
     address in a policy's (or the baseline's) address set that no switch port holds; V(baseline_drift),
     a rule of the operator's baseline (M(ovn4nfv.k8s.network_policy)) whose ACL or address sets no
     longer match what its ACL records; V(port_not_bound), a
-    running pod's port bound to no chassis; V(port_bound_elsewhere), bound to another node's chassis
+    running pod's port bound to no chassis (not one holding an address for another CNI plugin's device,
+    ovn4nfv-ipam's under host-device, sriov or macvlan, which nothing binds); V(port_bound_elsewhere), bound to another node's chassis
     than the pod's; V(gateway_on_missing_chassis), a gateway router pinned to a chassis that is not
     registered; V(stale_chassis), a chassis whose node the API no longer has (its encapsulations
     left behind); V(provider_mapping_missing), a chassis that binds a port of a provider network

@@ -210,3 +210,13 @@ def test_a_vid_written_as_a_float_is_refused_on_its_own_field():
         ann.parse_requests({ann.OVN_NETWORK: json.dumps([
             {"name": "n", "interface": "t0", "vlans": [{"name": "a", "vlan": 10.0}]}])})
     assert "vlans[0].vlan" in str(caught.value) and "interface" not in str(caught.value)
+
+
+def test_the_addresses_handed_to_other_plugins_are_those_the_watcher_marked_allocated():
+    entry = {"ip_address": "172.16.40.2/24", "mac_address": "0a:58:ac:10:28:02", "gateway_ip": "172.16.40.1"}
+    written = ann.provider_annotations("hostdev.default", entry, "172.16.40.0/24")
+    assert ann.other_plugin_addresses(written) == {"172.16.40.2"}
+    # a pod's own static request (no "allocated"), or an address not yet taken, hands nothing over
+    assert ann.other_plugin_addresses({"mv.default.kubernetes.io/ip_address": "172.16.30.7"}) == set()
+    assert ann.other_plugin_addresses(dict(written, **{"hostdev.default.kubernetes.io/allocated": "false"})) == set()
+    assert ann.other_plugin_addresses({"x.kubernetes.io/allocated": "true"}) == set()

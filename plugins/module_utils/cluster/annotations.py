@@ -386,6 +386,15 @@ def provider_annotations(provider, entry, subnet):
             prefix + "cidr": str(subnet), prefix + "gateway": entry["gateway_ip"], prefix + "allocated": "true"}
 
 
+def other_plugin_addresses(annotations):
+    """The addresses a pod's annotations hand to other CNI plugins (what
+    :func:`provider_annotations` wrote): the ``ip_address`` of each
+    provider marked ``allocated``."""
+    tail = ".kubernetes.io/allocated"
+    return set(annotations.get(key[:-len("allocated")] + "ip_address") for key, value in (annotations or {}).items()
+               if key.endswith(tail) and value == "true") - set([None])
+
+
 def interface_entry(request, ip_cidr, mac, gateway, network_routes=(), mtu=None):
     """One ``ovnIfaceList`` entry (the seed's output format); ``mtu``, the
     network's when it declares one, which the CNI plugin gives the

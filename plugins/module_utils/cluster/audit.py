@@ -35,7 +35,7 @@ from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
 from . import annotations, multi_policies, networks as vn, policy_audit, provider_audit, security_audit, vms
 from .pod_addresses import Pod, held_addresses, is_pod_port
-from .pod_changes import pinned
+from .pod_changes import pinned, served
 from .pod_ports import plan_delete, plan_pod
 from .topology import TABLES, role_of
 
@@ -241,10 +241,22 @@ def _chassis_names(sb):
     return dict((row.name, (row.name, row.hostname or row.name)) for row in sb.rows("Chassis"))
 
 
+def _for_another_plugin(pod, row):
+    """Whether ``row`` is ``pod``'s address for another CNI plugin's device
+    (ovn4nfv-ipam under host-device, SR-IOV, macvlan): a port its
+    interface list does not name, holding an address its annotations hand
+    to another plugin. That device carries its traffic outside OVN: no
+    node binds the port, and none is to."""
+    if row.external_ids.get(K_INTERFACE) in [entry.get("interface") for entry in served(pod["annotations"])]:
+        return False
+    return bool(set(str(ip) for ip in held_addresses(row)[1]) & annotations.other_plugin_addresses(pod["annotations"]))
+
+
 def audit_bindings(nb, sb, pods):
-    """A running pod's port not bound, or bound to another node's chassis
-    than the pod's; a gateway router pinned to a chassis that is not
-    registered."""
+    """A running pod's port not bound (one that holds an address for
+    another CNI plugin's device is not judged so), or bound to another
+    node's chassis than the pod's; a gateway router pinned to a chassis
+    that is not registered."""
     out = []
     chassis = _chassis_names(sb)
     bound = {}
@@ -262,9 +274,10 @@ def audit_bindings(nb, sb, pods):
             nodes = (row.options.get(vms.REQUESTED_CHASSIS) or "").split(",") if vms.vm_of(
                 row.external_ids.get(K_POD)) else [pod["node"]]
             if host is None:
-                out.append(finding(UNBOUND, "error", "sb", [row.name],
-                                   "port %s of pod %s/%s on %s is bound to no chassis" % (
-                                       row.name, pod["namespace"], pod["name"], pod["node"])))
+                if not _for_another_plugin(pod, row):
+                    out.append(finding(UNBOUND, "error", "sb", [row.name],
+                                       "port %s of pod %s/%s on %s is bound to no chassis" % (
+                                           row.name, pod["namespace"], pod["name"], pod["node"])))
             elif not set(nodes) & set(host):
                 out.append(finding(ELSEWHERE, "error", "sb", [row.name],
                                    "port %s of pod %s/%s on %s is bound on %s" % (
