@@ -84,9 +84,12 @@ def test_cluster_examples_run_and_are_idempotent(sandbox, collections_path):
     assert audit["audit"]["findings"] == [], audit["audit"]["lines"]
     nets = dict((n["name"], n) for n in sandbox.rows("nb", "Logical_Switch")
                 if n["external_ids"].get("ovn4nfv-network"))
-    assert set(nets) == {"ovn-ls-25", "ovn-ls-26", "macvlan-net", "vm-net", "prov-v100", "prov-v200"}
+    assert set(nets) == {"ovn-ls-25", "ovn-ls-26", "macvlan-net", "vm-net", "prov-v100", "prov-v200", "vnf-net"}
     nat = sandbox.rows("nb", "NAT")
-    assert len(nat) == 2 * 4, "each of two gateways SNATs each of four overlay networks (a provider network: none)"
+    assert len(nat) == 2 * 5, "each of two gateways SNATs each of five overlay networks (a provider network: none)"
+    # virtual_network's VRRP example: the virtual IP's OVN virtual port
+    vport = next(p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"] == "vip-vnf-net-172.16.50.250")
+    assert vport["type"] == "virtual" and vport["options"]["virtual-ip"] == "172.16.50.250"
     # virtual_network's DHCP example: an IPv4 and a DHCPv6 row, and the router port's advertisements
     assert sorted(r["cidr"] for r in sandbox.rows("nb", "DHCP_Options")) == ["172.16.40.0/24", "fd00:40::/64"]
     lrp = next(r for r in sandbox.rows("nb", "Logical_Router_Port") if r["name"] == "rtos-vm-net")
