@@ -77,3 +77,14 @@ def test_a_trunk_vlan_must_be_what_ovn_nests():
         assert len(wrong) == 1 and "ns_web_net0.10" in wrong[0] and "VLAN" in wrong[0], (forged, wrong)
     # as a plain select gives empty optional columns
     assert binding_verdict(POD, [ENTRY], [dict(binding(), parent_port=[], tag=[])]) == []
+
+
+def test_a_port_granted_no_security_is_confirmed_by_its_addresses_alone():
+    """K_SECURITY off (issue 37): an empty port_security is the grant, not
+    a port still waiting for it; its addresses say what it holds."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import K_SECURITY
+    row = dict(binding(security=[], mac=["0a:00:00:00:00:05 10.1.1.5"]), external_ids={K_UID: "uid-1", K_SECURITY: "off"})
+    assert binding_verdict(POD, [ENTRY], [row]) == []
+    assert binding_verdict(POD, [dict(ENTRY, ip_address="10.1.1.7/24")], [row]), "a forged address is still refused"
+    waiting = dict(row, external_ids={K_UID: "uid-1", K_SECURITY: "mac"})
+    assert binding_verdict(POD, [ENTRY], [waiting]) is None, "only off stands for no port security"
