@@ -27,7 +27,7 @@ import json
 import os
 import sys
 
-from lab import containers, credentials, host, hotplug, migration, playbooks, providers, scenarios, workload
+from lab import containers, credentials, host, hotplug, migration, playbooks, providers, scenarios, vip, workload
 
 
 def deps(session, args):
@@ -109,6 +109,12 @@ def check_hotplug(session, args):
     return hotplug.run(session)
 
 
+def check_vip(session, args):
+    if not session.layout.virtual_ips:
+        raise SystemExit("lab: vip needs a virtual IP on a pod network (virtual_ips in ovn4nfv_networks)")
+    return vip.run(session)
+
+
 def reboot(session, args):
     hosts = session.layout.hosts()
     if args.node not in hosts:
@@ -141,6 +147,8 @@ COMMANDS = {
                                    "isolation, a VNF's trunk, the master's refusal; its last line: providers: provider_ok="),
     "hotplug": (check_hotplug, "a running pod gains a second network and loses it while its first carries "
                                "traffic; a bad request refused; its last line: hotplug: hotplug_ok="),
+    "vip": (check_vip, "a VRRP pair (keepalived) holds a virtual IP in turn through OVN's virtual port; a pod "
+                       "not allowed it is dropped; its last line: vip: vip_ok= failover_ms= lost="),
 }
 
 

@@ -136,6 +136,9 @@ class Layout:
             {"name": n["name"], "subnet": _subnet(self.inventory, n), "vlan": n["vlan"], "gateway": n.get("gateway")
              or str(netaddr.IPNetwork(_subnet(self.inventory, n))[1])}
             for n in hostvars[kube[0]]["ovn4nfv_networks"] if n.get("physnet") == physnet and n.get("vlan")]
+        # the pod networks' VRRP virtual IPs (lab/vip.py): [{"network", "address", "namespaces"}]
+        self.virtual_ips = [dict(v, network=n["name"]) for n in hostvars[kube[0]]["ovn4nfv_networks"][:2]
+                            for v in n.get("virtual_ips") or []]
         underlay, external, self.nodes = {}, {}, {}
         for host in kube + [h for h in self.externals if h not in kube]:
             if host == API_HOSTNAME:
