@@ -19,6 +19,7 @@ from ..common.marks import (
     K_SUBNET, K_SUBNET6, K_VLAN, NETWORK_KEY)
 from ..resources.nb_routers import LogicalRouterPort
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
+from . import port_qos
 
 
 class Network:
@@ -26,7 +27,7 @@ class Network:
 
     def __init__(self, name, subnet, gateway, backend, exclude_ips=(), mtu=None, dns=(),
                  routes=(), provider=None, bridge=None, vlan=None, subnet6=None, gateway6=None,
-                 policy_mode="stateful", dhcp=None, physnet=None):
+                 policy_mode="stateful", dhcp=None, physnet=None, qos_max=None):
         self.name = name
         self.subnet = subnet
         self.gateway = gateway
@@ -43,6 +44,7 @@ class Network:
         self.policy_mode = policy_mode or "stateful"
         self.dhcp = dhcp            # dhcp.check's form, or None: OVN serves no DHCP here
         self.physnet = physnet      # a provider network's physical network, or None: an overlay
+        self.qos_max = qos_max      # the most an interface's qos may ask ({rate[, burst]}), or None
 
     @property
     def stateful(self):
@@ -62,6 +64,8 @@ class Network:
             out["policy_mode"] = self.policy_mode
         if self.dhcp is not None:
             out["dhcp"] = dict(self.dhcp)
+        if self.qos_max:
+            out["qos_max"] = dict(self.qos_max)
         return out
 
     @property
@@ -101,6 +105,7 @@ class Network:
             K_DHCP: json.dumps(self.dhcp, sort_keys=True) if self.dhcp is not None else None,
             K_PHYSNET: self.physnet,
             K_VLAN: str(self.vlan) if self.vlan else None,
+            **port_qos.cap_records(self.qos_max)
         }
 
     def own_ports(self):
