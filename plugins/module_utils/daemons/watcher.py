@@ -41,7 +41,7 @@ import threading
 import time
 
 from ..cluster import (
-    annotations, chains, multi_policies, pod_addresses, pod_changes, pod_ports, remote_mirrors, services, vms)
+    annotations, chains, multi_policies, pod_addresses, pod_changes, pod_ports, port_qos, remote_mirrors, services, vms)
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import K_BASELINE, K_NAMESPACE, K_POD, WATCHER
@@ -187,7 +187,7 @@ class Watcher:
         tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
         while not self.stopping.is_set():
             try:
-                tables = TABLES + services.TABLES + chains.TABLES + remote_mirrors.TABLES + multi_policies.TABLES
+                tables = TABLES + services.TABLES + chains.TABLES + remote_mirrors.TABLES + multi_policies.TABLES + port_qos.TABLES
                 self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, tables,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)
@@ -267,7 +267,9 @@ class Watcher:
             # a gateway came or went: who answers for external IPs may change
             self.services.requeue_all()
             return
-        if row._table.name != "Logical_Switch_Port" or not pod_ports.is_pod_port(row):
+        # a pod port, or its QoS row (as a port changed: its pod is looked at again)
+        if not (port_qos.is_pod_qos(row) if row._table.name == port_qos.TABLE else
+                row._table.name == "Logical_Switch_Port" and pod_ports.is_pod_port(row)):
             return
         ids = cell(row, "external_ids")
         key = key_of(ids.get(K_NAMESPACE), ids.get(K_POD))
@@ -429,6 +431,8 @@ class Watcher:
             # sends a packet from a port that would take another's address
             # (a new port has it from the start)
             self._execute(lambda view: pod_ports.plan_port_security(view, owner, requests))
+            for message in self.nb.read(lambda idl: port_qos.capped(View(idl), requests)):
+                self.report(pod, port_qos.CAPPED, message)      # served at its network's cap
         if any(found.get(k) != v for k, v in patch.items()):
             self.writer.patch(meta, {"metadata": {"annotations": patch}})
         self._served(key, (meta.uid, dict(found, **patch)))
