@@ -182,7 +182,7 @@ def capped(view, requests):
     network's cap: what each asked for, the cap, and what it got."""
     out = []
     for request in requests:
-        switch = _switch(view, request.network) if getattr(request, "qos", None) else None
+        switch = _switch(view, request.network) if request.qos else None
         cap = cap_of(cell(switch, "external_ids")) if switch is not None else None
         got, over = applied(request.qos, cap) if cap else (None, None)
         if over:
@@ -239,7 +239,7 @@ def plan_qos(view, pod, requests, ports):
             continue
         name = cell(port, "name")
         want = None
-        if getattr(request, "qos", None):
+        if request.qos:
             want = _values(pod, request, name, applied(request.qos, cap_of(cell(switch, "external_ids")))[0])
         rows = held.get(name, [])
         keep = next((r for r in rows if view.holds(switch, "qos_rules", r.uuid)), None) if want else None
