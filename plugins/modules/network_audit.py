@@ -30,7 +30,9 @@ description:
     registered; V(stale_chassis), a chassis whose node the API no longer has (its encapsulations
     left behind); V(provider_mapping_missing), a chassis that binds a port of a provider network
     whose physical network it does not map (its C(ovn-bridge-mappings) as the southbound has it:
-    the port's frames go nowhere)."
+    the port's frames go nowhere); V(qos_drift), a running pod's port whose QoS row is missing, differs
+    from its request's C(qos) (within its network's C(qos_max)) or is there unasked (the watcher mends
+    it: reported only)."
   - "When O(db) or O(sb_db) lists several remotes (a RAFT central), each member is asked, one by one, what
     it knows of its database (its C(_Server) database) - V(raft_member), a member that is not part of
     the cluster (it does not answer, is cut off from the others, runs a standalone database, or

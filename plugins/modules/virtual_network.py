@@ -236,6 +236,30 @@ options:
             type: list
             elements: str
             required: true
+      qos_max:
+        description:
+          - The most QoS an interface on the network (V(ovn) backend) may ask for, in its request's C(qos)
+            (the pod side is in the watcher's guide), recorded on the switch as C(ovn4nfv-qos-max-rate) and
+            C(ovn4nfv-qos-max-burst).
+          - A request above it is served at it, never refused. Its pod gets a Warning Event C(QoSCapped)
+            that names what it asked for and what it got. A request's rate without a burst gets this burst.
+          - It bounds what is asked for and sets no default. An interface that asks for no C(qos) is not
+            limited, and a DSCP mark is never capped.
+          - Given, it replaces the network's cap whole. An empty V({}) removes it. Not given, under
+            O(state=merged), the network keeps what it has.
+          - The watcher applies a changed cap to the pods already running on the network at once (it serves
+            the network's pods again when its switch's cap changes).
+        type: dict
+        suboptions:
+          rate:
+            description:
+              - The highest rate, in kbit/s (1-100000000), that an interface may send at. Required
+                unless O(config[].qos_max) is empty.
+            type: int
+          burst:
+            description:
+              - The largest burst, in kbit, above the rate.
+            type: int
   force:
     description:
       - Apply updates that strand ports, and delete networks that still have ports.
@@ -280,6 +304,10 @@ EXAMPLES = r"""
         mtu: 1400
         routes:
           - dst: 10.20.0.0/16
+        # an interface may ask (its request's qos) for at most 1 Gbit/s and a 10 Mbit burst
+        qos_max:
+          rate: 1000000
+          burst: 10000
       - name: macvlan-net
         subnet: 172.16.30.0/24
         provider: macvlan.default
@@ -421,6 +449,7 @@ def main():
                 address=dict(type="str", required=True),
                 namespaces=dict(type="list", elements="str", required=True),
             )),
+            qos_max=dict(type="dict", options=dict(rate=dict(type="int"), burst=dict(type="int"))),
         )),
         state=dict(type="str", default="merged", choices=list(STATES)),
         force=dict(type="bool", default=False),

@@ -45,6 +45,7 @@ WRITTEN = {
     "ovn4nfv-acl-log", "ovn4nfv-baseline", "ovn4nfv-baseline-spec", "ovn4nfv-baseline-peers", "ovn4nfv_base_",
     "baseline-network", "ovn4nfv-policy-mode", "ovn4nfv-dhcp", "ovn4nfv-dhcp-port", "ovn4nfv-dhcp-override",
     "ovn4nfv-launchers", "ovn4nfv-vmi", "ovn4nfv-physnets", "ovn4nfv-vlan-interface",
+    "ovn4nfv-qos-max-rate", "ovn4nfv-qos-max-burst", "pod-qos", "ovn4nfv-qos-port",
 }
 
 

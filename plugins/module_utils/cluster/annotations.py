@@ -6,8 +6,9 @@
 Read (the operator's guide is ``docs/docsite/rst/watcher.rst``):
 
 * ``ovnNetwork``: the seed format, a JSON list of ``{name, interface,
-  ip_address?, mac_address?, default_gateway?, routes?, dhcp?}`` (``dhcp``:
-  the interface is configured inside, by its network's DHCP); OVN4NFV's own
+  ip_address?, mac_address?, default_gateway?, routes?, dhcp?, qos?}``
+  (``dhcp``: the interface is configured inside, by its network's DHCP;
+  ``qos``: what it sends, limited and marked, :mod:`.port_qos`); OVN4NFV's own
   spelling ``ipAddress``/``macAddress``/``defaultGateway`` (``"true"``) is
   accepted too;
 * ``k8s.plugin.opnfv.org/nfn-network``: ``{"type": "ovn4nfv", "interface":
@@ -30,6 +31,7 @@ from ..common import addressing
 from ..common.errors import ValidationError
 from ..common.naming import ovn_name
 from . import request_schema
+from . import port_qos
 
 OVN_NETWORK = "ovnNetwork"
 NFN_NETWORK = "k8s.plugin.opnfv.org/nfn-network"
@@ -79,6 +81,9 @@ class InterfaceRequest:
         # changed in place, never a new port, so not part of its shape
         self.security = "full"
         self.vips = []
+        # what it sends, limited and marked ({rate?, burst?, dscp?}; None: as
+        # it comes), changed in place: no part of shape()
+        self.qos = None
 
     def shape(self):
         """What two requests must share to be served the same port: its
@@ -176,6 +181,7 @@ def _request(entry, where, interface=None):
     default = _flag(default_text, where + ".default_gateway")
     dhcp = _flag(entry.get("dhcp"), where + ".dhcp")
     request = InterfaceRequest(network, interface, ip, mac, default, (), where, prefix=prefix, dhcp=dhcp)
+    request.qos = port_qos.asked(entry.get("qos"), where + ".qos")
     # said, not left out: an interface configured by DHCP carries the
     # default route unless its request says false
     request.default_given = default_text not in (None, "")

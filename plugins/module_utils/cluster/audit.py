@@ -33,14 +33,14 @@ from ..common.marks import K_INTERFACE, K_NAMESPACE, K_POD, K_UID, NETWORK_KEY, 
 from ..ovsdb.execution import Batch, execute
 from ..ovsdb.operations import Op
 from ..ovsdb.plan import Change, Plan
-from . import annotations, multi_policies, networks as vn, policy_audit, provider_audit, security_audit, vms
+from . import annotations, multi_policies, networks as vn, policy_audit, port_qos, provider_audit, security_audit, vms
 from .pod_addresses import Pod, held_addresses, is_pod_port
 from .pod_changes import pinned, served
 from .pod_ports import plan_delete, plan_pod
 from .topology import TABLES, role_of
 
 # the topology's (a network's drift is planned as the network would be), and the policies'
-NB_TABLES = TABLES + tuple(t for t in multi_policies.TABLES if t not in TABLES)
+NB_TABLES = TABLES + tuple(t for t in multi_policies.TABLES if t not in TABLES) + port_qos.TABLES
 SB_TABLES = ("Port_Binding", "Chassis", "Chassis_Private", "Encap", "SB_Global")
 LEAKED = "leaked_port"
 MISSING = "missing_port"
@@ -52,7 +52,7 @@ ELSEWHERE = "port_bound_elsewhere"
 GATEWAY = "gateway_on_missing_chassis"
 DRIFT = "network_drift"
 STALE = "stale_chassis"
-CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT) + security_audit.CLASSES + \
+CLASSES = (LEAKED, MISSING, DUPLICATE_IP, DUPLICATE_MAC, OUTSIDE, DRIFT) + security_audit.CLASSES + port_qos.CLASSES + \
     policy_audit.CLASSES + (UNBOUND, ELSEWHERE, GATEWAY, STALE) + provider_audit.CLASSES
 
 
@@ -147,6 +147,7 @@ def audit_pods(nb, pods):
                 "" if len(told) == len(missing) else " (see its Events)"),
                 "make the ports %s with the addresses the pod was told" % ", ".join(names)
                 if len(told) == len(missing) else None))
+        out += port_qos.audit(nb, identity, requests, finding)      # its ports' QoS rows (the watcher's to mend)
     return out
 
 
@@ -313,7 +314,7 @@ def audit(nb, sb=None, pods=None, nodes=None):
     if pods is not None:
         findings += audit_pods(nb, pods)
     else:
-        skipped += [LEAKED, MISSING]
+        skipped += [LEAKED, MISSING] + list(port_qos.CLASSES)
     if sb is not None:
         findings += audit_bindings(nb, sb, pods) + provider_audit.audit_provider_mappings(nb, sb, finding)
     if sb is None:

@@ -19,6 +19,7 @@ from ..common.marks import (
     K_ROUTES, K_SUBNET, K_SUBNET6, K_VIRTUAL_IPS, K_VLAN, NETWORK_KEY)
 from ..resources.nb_routers import LogicalRouterPort
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
+from . import port_qos
 
 
 class Network:
@@ -26,7 +27,7 @@ class Network:
 
     def __init__(self, name, subnet, gateway, backend, exclude_ips=(), mtu=None, dns=(),
                  routes=(), provider=None, bridge=None, vlan=None, subnet6=None, gateway6=None,
-                 policy_mode="stateful", dhcp=None, physnet=None, relaxed=None, virtual_ips=()):
+                 policy_mode="stateful", dhcp=None, physnet=None, relaxed=None, virtual_ips=(), qos_max=None):
         self.name = name
         self.subnet = subnet
         self.gateway = gateway
@@ -47,6 +48,7 @@ class Network:
         self.relaxed = dict(relaxed or {})
         # its VRRP virtual IPs: [{"address", "namespaces"}], each an OVN virtual port
         self.virtual_ips = [dict(v) for v in virtual_ips]
+        self.qos_max = qos_max      # the most an interface's qos may ask ({rate[, burst]}), or None
 
     @property
     def stateful(self):
@@ -70,6 +72,8 @@ class Network:
             out["relaxed_port_security"] = [{"namespace": n, "level": level} for n, level in sorted(self.relaxed.items())]
         if self.virtual_ips:
             out["virtual_ips"] = [dict(v) for v in self.virtual_ips]
+        if self.qos_max:
+            out["qos_max"] = dict(self.qos_max)
         return out
 
     @property
@@ -116,6 +120,7 @@ class Network:
             K_VLAN: str(self.vlan) if self.vlan else None,
             K_RELAXED: json.dumps(self.relaxed, sort_keys=True) if self.relaxed else None,
             K_VIRTUAL_IPS: json.dumps(self.virtual_ips, sort_keys=True) if self.virtual_ips else None,
+            **port_qos.cap_records(self.qos_max)
         }
 
     def own_ports(self):

@@ -42,6 +42,7 @@ from ..resources.nb_dhcp import DHCPOptions
 from ..resources.nb_switches import LogicalSwitch, LogicalSwitchPort
 from ..resources.ovs import Bridge
 from . import dhcp as dhcp_service, network_safety
+from . import port_qos
 from .network_model import Network
 from .topology import read_gateways, require_topology
 from .wiring import build_batch, cross_checks
@@ -107,6 +108,9 @@ def check_network(item, where):
         out["relaxed_port_security"] = _check_relaxed(out["relaxed_port_security"], where + ".relaxed_port_security")
     if "virtual_ips" in out:
         out["virtual_ips"] = _check_virtual_ips(out["virtual_ips"], where + ".virtual_ips")
+    if "qos_max" in out:
+        # False: removed (a merged task that says nothing keeps it)
+        out["qos_max"] = port_qos.check_cap(out["qos_max"], where + ".qos_max") or False
     return out
 
 
@@ -222,6 +226,8 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
                               "no OVN ACLs)" % where)
     if backend == "ovs" and cfg.get("dhcp"):
         raise ValidationError("%s.dhcp: OVN's DHCP applies to the ovn backend only" % where)
+    if backend == "ovs" and cfg.get("qos_max"):
+        raise ValidationError("%s.qos_max: OVN's QoS applies to the ovn backend only" % where)
     bridge = None
     if backend == "ovs":
         bridge = cfg.get("bridge") or ("br-" + cfg["name"])[:15]
@@ -238,7 +244,7 @@ def complete(given, current, merge, backend, where, underlay_mtu=None):
     return Network(cfg["name"], subnet, gateway, backend, excludes, cfg.get("mtu"),
                    [str(addressing.parse_ip(d, "dns")) for d in cfg.get("dns") or []], routes,
                    cfg.get("provider"), bridge, cfg.get("vlan"), subnet6, gateway6, cfg.get("policy_mode"),
-                   cfg.get("dhcp") or None, physnet, relaxed, vips)
+                   cfg.get("dhcp") or None, physnet, relaxed, vips, qos_max=cfg.get("qos_max") or None)
 
 
 def _relaxed_of(cfg):
@@ -267,7 +273,8 @@ def _from_records(name, ids, subnet, backend, bridge=None, subnet6=None):
         int(ids[K_VLAN]) if ids.get(K_VLAN) else None, subnet6, gateway6, ids.get(K_POLICY_MODE),
         json.loads(ids[K_DHCP]) if ids.get(K_DHCP) else None, ids.get(K_PHYSNET) if backend == "ovn" else None,
         json.loads(ids[K_RELAXED]) if ids.get(K_RELAXED) else None,
-        json.loads(ids[K_VIRTUAL_IPS]) if ids.get(K_VIRTUAL_IPS) else ())
+        json.loads(ids[K_VIRTUAL_IPS]) if ids.get(K_VIRTUAL_IPS) else (),
+        qos_max=port_qos.cap_of(ids) if backend == "ovn" else None)
 
 
 class NetworkState:

@@ -11,7 +11,8 @@ when its pod goes) in a transaction of its own, then made anew by
 :func:`.pod_ports.plan_pod` (a port made again under the same name on
 another switch cannot share the transaction that deletes it: the engine
 would find it still there). Routes, the default route and the MTU change
-in place: the port stays.
+in place: the port stays. So does ``qos``: its QoS row follows the request
+(:mod:`.port_qos`), and until it does the pod is not served (``secured``).
 
 A change is all or nothing: one the watcher refuses drops nothing. It
 refuses, besides what :func:`.pod_ports.plan_pod` refuses (bad input, an
@@ -175,7 +176,8 @@ def state(view, pod, requests, found, addresses=None):
     """How ``pod``'s ports stand against ``requests``: ``(patch, right,
     secured, changes)``, what to write on the pod (None while an address
     is not there), whether its ports honour the request, whether they have
-    their port security, and what it no longer asks for, or asks for anew
+    their port security (and the QoS rows their requests ask for), and
+    what it no longer asks for, or asks for anew
     (:func:`describe`; with ``addresses`` only, as a VM's ports are not
     followed): a pod is served when there is nothing of that."""
     said = describe(*changes(view, pod, requests, found, addresses)) if addresses is not None else ""

@@ -22,7 +22,7 @@ from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
 from ..ovsdb.view import cell
 from ..resources.nb_switches import LogicalSwitchPort
-from . import annotations, dhcp, multi_policies, networks as vn, port_grants, remote_mirrors, vms
+from . import annotations, dhcp, multi_policies, networks as vn, port_grants, port_qos, remote_mirrors, vms
 from .pod_addresses import (
     Pod, allocate, held_addresses, scan_holder,
     free_addresses, is_pod_port, pool, pool_usage, port_security, security as port_security_of)
@@ -377,7 +377,9 @@ def plan_port_security(view, pod, requests):
     OVN assigned them), before
     the pod is told its interfaces. Address-only ports kept for another
     CNI plugin (ovn4nfv-ipam) carry no traffic through OVN, but get it too:
-    it is how a node reads from the southbound which address is the pod's."""
+    it is how a node reads from the southbound which address is the pod's.
+    Each port's QoS row follows its request too (:func:`.port_qos.plan_qos`),
+    so that a pod whose ``qos`` changed is not served until it does."""
     mine = _own_ports(view, pod, requests)
     items = []
     for request in requests:
@@ -397,7 +399,11 @@ def plan_port_security(view, pod, requests):
             item.update(parent_name=nesting[0], tag=nesting[1])
         if len(item) > 2:
             items.append(item)
-    return _port_batch(view, items, "merged")
+    batch = _port_batch(view, items, "merged")
+    qos = port_qos.plan_qos(view, pod, requests, mine)
+    if qos.changed:
+        batch.add(qos)
+    return batch
 
 
 def plan_binding(view, rows, options, launchers):
@@ -462,13 +468,17 @@ def plan_drop_rows(view, rows):
 
 def _forget(view, batch, rows):
     """``batch``, which deletes ``rows``, also takes their addresses out of
-    the policies' address sets, and deletes the DHCP rows made for them."""
+    the policies' address sets, and deletes the DHCP and QoS rows made for
+    them."""
     gone = multi_policies.plan_forget_addresses(view, [str(ip) for row in rows for ip in held_addresses(row)[1]])
     if gone.changed:
         batch.add(gone)
     own = dhcp.plan_forget(view, [row.name for row in rows])
     if own.changed:
         batch.add(own)
+    qos = port_qos.plan_forget(view, [row.name for row in rows])
+    if qos.changed:
+        batch.add(qos)
     return batch
 
 

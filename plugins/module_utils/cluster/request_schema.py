@@ -62,12 +62,30 @@ _VLAN_ENTRY = {
         "mac_address": _ADDRESS, "macAddress": _ADDRESS,
     },
 }
+MAX_RATE = 100000000    # kbit/s (100 Gbit/s): the most an interface's qos may ask for
+MAX_BURST = 4294967295  # kbit: OVN's QoS bandwidth column
+# What an interface sends, limited and marked (cluster/port_qos.py): a rate
+# (kbit/s) or a DSCP mark or both, and a burst (kbit) beside a rate (which
+# port_qos.asked holds it to).
+_QOS = {
+    "type": "object", "additionalProperties": False,
+    "description": "an object with a rate or a dscp (or both)",
+    "anyOf": [{"required": ["rate"]}, {"required": ["dscp"]}],
+    "properties": {
+        "rate": {"type": "integer", "minimum": 1, "maximum": MAX_RATE,
+                 "description": "a rate in kbit/s, 1-%d" % MAX_RATE},
+        "burst": {"type": "integer", "minimum": 1, "maximum": MAX_BURST,
+                  "description": "a burst in kbit, 1-%d" % MAX_BURST},
+        "dscp": {"type": "integer", "minimum": 0, "maximum": 63, "description": "a DSCP value, 0-63"},
+    },
+}
 # One interface, in the seed's spelling and OVN4NFV's camelCase one.
 INTERFACE_ENTRY = {
     "type": "object", "additionalProperties": False, "required": ["name", "interface"],
     "properties": {
         "name": _NETWORK_NAME,
         "interface": {"type": "string", "pattern": INTERFACE, "description": _INTERFACE_RULE},
+        "qos": _QOS,
         "ip_address": _ADDRESS, "ipAddress": _ADDRESS,
         "mac_address": _ADDRESS, "macAddress": _ADDRESS,
         "default_gateway": _FLAG, "defaultGateway": _FLAG,

@@ -97,6 +97,10 @@ K_DHCP_OVERRIDE = "ovn4nfv-dhcp-override"
 # [{"address", "namespaces"}] (issue 37)
 K_RELAXED = "ovn4nfv-relaxed-security"
 K_VIRTUAL_IPS = "ovn4nfv-virtual-ips"
+# the most a pod's interface on the network may ask of QoS (virtual_network's
+# qos_max): rate in kbit/s, burst in kbit, as decimal text
+K_QOS_MAX_RATE = "ovn4nfv-qos-max-rate"
+K_QOS_MAX_BURST = "ovn4nfv-qos-max-burst"
 
 # --------------------------------------------------------------------------
 # Pods: their ports in OVN, their interfaces in a node's Open vSwitch
@@ -128,6 +132,10 @@ K_CHAIN_HELD = "ovn4nfv-chain-held"
 # (comma-separated)
 K_SECURITY = "ovn4nfv-port-security"
 K_VIPS = "ovn4nfv-vips"
+# a pod port's QoS row (its rate, burst and DSCP; a ROLE, beside the pod's
+# marks): the name of the port whose traffic it limits
+ROLE_POD_QOS = "pod-qos"
+K_QOS_PORT = "ovn4nfv-qos-port"
 
 # --------------------------------------------------------------------------
 # Services, chains, taps, uplinks
@@ -227,8 +235,8 @@ CONTRACT = {
                   _MODULES + ", the watcher, the node agent",
                   "every module (what it may change or delete), the watcher, the audit, the picture"),
     "OWNER_VALUE": (KIND_VALUE, "under OWNER_KEY", "as OWNER_KEY", "as OWNER_KEY"),
-    "ROLE": (KIND_KEY, "Logical_Router, Logical_Switch, Logical_Switch_Port, Logical_Router_Static_Route, NAT",
-             _TOPOLOGY + ", the watcher (pod ports)",
+    "ROLE": (KIND_KEY, "Logical_Router, Logical_Switch, Logical_Switch_Port, Logical_Router_Static_Route, NAT, QoS",
+             _TOPOLOGY + ", the watcher (pod ports, their QoS rows)",
              "cluster/topology.py (role_of), cluster/pod_addresses.py (is_pod_port), the audit, the picture"),
     "ROLE_ROUTER": (KIND_VALUE, "ROLE on the distributed Logical_Router", "cluster_topology",
                     "cluster/topology.py, the picture"),
@@ -283,6 +291,10 @@ CONTRACT = {
                   "cluster/port_grants.py (the watcher's grants), the audit (cluster/security_audit.py)"),
     "K_VIRTUAL_IPS": (KIND_KEY, "a network's Logical_Switch (its VRRP virtual IPs and their namespaces, JSON)",
                       _NETWORKS, "cluster/networks.py (its virtual ports), cluster/port_grants.py, the audit"),
+    "K_QOS_MAX_RATE": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
+                       "cluster/networks.py, the watcher (cluster/port_qos.py: a pod's QoS capped), the audit"),
+    "K_QOS_MAX_BURST": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
+                        "cluster/networks.py, the watcher (cluster/port_qos.py: a pod's QoS capped), the audit"),
     "K_POLICY_MODE": (KIND_KEY, "a network's Logical_Switch", _NETWORKS,
                       "cluster/networks.py; the watcher and network_policy (how its ACLs keep state)"),
     "K_NAMESPACE": (KIND_KEY, "a pod's Logical_Switch_Port", _PODS, "the watcher, the audit, the picture"),
@@ -318,7 +330,12 @@ CONTRACT = {
                    "cluster/pod_addresses.py (its port security), the node agent (through the SB copy), the audit"),
     "K_VIPS": (KIND_KEY, "a pod's Logical_Switch_Port (the virtual IPs it was granted)",
                "the watcher (cluster/port_grants.py)",
-               "cluster/pod_addresses.py (its port security), the watcher (daemons/vip_parents.py), the audit"),
+               "cluster/pod_addresses.py (its port security), the watcher (daemons/grant_watch.py), the audit"),
+    "ROLE_POD_QOS": (KIND_VALUE, "ROLE on a pod port's QoS row (beside the pod's marks and K_QOS_PORT)",
+                     "the watcher (cluster/port_qos.py)", "cluster/port_qos.py, the watcher (a row changed by hand "
+                     "is mended), the audit"),
+    "K_QOS_PORT": (KIND_KEY, "a pod port's QoS row: the port's name", "the watcher (cluster/port_qos.py)",
+                   "cluster/port_qos.py (the row of a port; deleted with it), the audit"),
     "K_SERVICE": (KIND_KEY, "Load_Balancer (<namespace>/<name> of the Service)",
                   "the watcher (cluster/services.py)", "cluster/services.py, the watcher"),
     "K_SERVICE_UID": (KIND_KEY, "Load_Balancer", "the watcher (cluster/services.py)",

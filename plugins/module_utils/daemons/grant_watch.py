@@ -6,8 +6,9 @@ port security (:mod:`..cluster.port_grants`).
 
 A pod's grant is planned with its ports, by the pod's own key. Two things
 are not a pod's: a network's allowances changing (``relaxed_port_security``,
-``virtual_ips``: every pod on it is served again, so that one that lost an
-allowance loses what it had), and each virtual port's ``virtual-parents``,
+``virtual_ips``, the QoS cap ``qos_max``: every pod on it is served again,
+so that one that lost an allowance loses what it had, and one above a new
+cap is capped), and each virtual port's ``virtual-parents``,
 the ports granted its address. Those are one list shared by several pods,
 so one worker writes them, from the NB as it is, whenever a pod port or a
 virtual port changes on a network that has virtual IPs; a pod that went
@@ -21,9 +22,9 @@ __metaclass__ = type
 import logging
 import threading
 
-from ..cluster import port_grants
+from ..cluster import port_grants, port_qos
 from ..common.errors import Ovn4nfvError
-from ..common.marks import K_NAMESPACE, K_POD, K_RELAXED, K_VIRTUAL_IPS, NETWORK_KEY
+from ..common.marks import K_NAMESPACE, K_POD, K_QOS_MAX_BURST, K_QOS_MAX_RATE, K_RELAXED, K_VIRTUAL_IPS, NETWORK_KEY
 from ..common.workqueue import WorkQueue, serve
 from ..ovsdb.execution import execute
 from ..ovsdb.view import View, cell
@@ -45,7 +46,7 @@ class Grants:
     def __init__(self, watcher):
         self.watcher = watcher
         self.queue = WorkQueue(base_delay=0.2, max_delay=watcher.config.max_backoff_seconds, name="grants")
-        self.marks = (SwitchMarks(K_RELAXED), SwitchMarks(K_VIRTUAL_IPS))
+        self.marks = tuple(SwitchMarks(key) for key in (K_RELAXED, K_VIRTUAL_IPS, K_QOS_MAX_RATE, K_QOS_MAX_BURST))
         self.lock = threading.Lock()
         self.networks = set()       # those with virtual IPs, as the NB last said
 
@@ -69,11 +70,11 @@ class Grants:
 
     def refuse(self, pod, owner, requests):
         """Say in the pod's Events what its requests ask that their networks
-        do not allow it (its ports keep full port security): once each, as
-        the watcher reports."""
-        if any(r.security != "full" or r.vips for r in requests):
-            for reason, message in self.watcher.nb.read(
-                    lambda idl: port_grants.refusals(View(idl), owner, requests)):
+        do not allow it (its ports keep full port security) or cap (its QoS
+        is served at the cap): once each, as the watcher reports."""
+        if any(r.security != "full" or r.vips or r.qos for r in requests):
+            for reason, message in self.watcher.nb.read(lambda idl: port_grants.refusals(View(idl), owner, requests) + [
+                    (port_qos.CAPPED, m) for m in port_qos.capped(View(idl), requests)]):
                 self.watcher.report(pod, reason, message)
 
     def switch_changed(self, event, row):

@@ -41,7 +41,7 @@ import threading
 import time
 
 from ..cluster import (
-    annotations, chains, multi_policies, pod_addresses, pod_changes, pod_ports, remote_mirrors, services, vms)
+    annotations, chains, multi_policies, pod_addresses, pod_changes, pod_ports, port_qos, remote_mirrors, services, vms)
 from ..cluster.topology import TABLES
 from ..common.errors import Ovn4nfvError, ValidationError
 from ..common.marks import K_BASELINE, K_NAMESPACE, K_POD, WATCHER
@@ -189,7 +189,7 @@ class Watcher:
         tls = ovsdb.TLS(self.config.private_key, self.config.certificate, self.config.ca_cert)
         while not self.stopping.is_set():
             try:
-                tables = TABLES + services.TABLES + chains.TABLES + remote_mirrors.TABLES + multi_policies.TABLES
+                tables = TABLES + services.TABLES + chains.TABLES + remote_mirrors.TABLES + multi_policies.TABLES + port_qos.TABLES
                 self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, tables,
                                          timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)
@@ -270,7 +270,9 @@ class Watcher:
             # a gateway came or went: who answers for external IPs may change
             self.services.requeue_all()
             return
-        if row._table.name != "Logical_Switch_Port" or not pod_ports.is_pod_port(row):
+        # a pod port, or its QoS row (as a port changed: its pod is looked at again)
+        if not (port_qos.is_pod_qos(row) if row._table.name == port_qos.TABLE else
+                row._table.name == "Logical_Switch_Port" and pod_ports.is_pod_port(row)):
             return
         ids = cell(row, "external_ids")
         key = key_of(ids.get(K_NAMESPACE), ids.get(K_POD))
@@ -382,7 +384,7 @@ class Watcher:
         def state(idl):
             return pod_changes.state(View(idl), owner, requests, told, follow)
 
-        self.grants.refuse(pod, owner, requests)        # what its networks do not allow it: kept strict, said
+        self.grants.refuse(pod, owner, requests)        # what its networks do not allow it, or cap: said
         patch, right, secured, changed = self.nb.read(state)
         if patch and right and secured and not changed and all(found.get(k) == v for k, v in patch.items()):
             self._served(key, (meta.uid, found))
