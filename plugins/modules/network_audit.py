@@ -32,7 +32,9 @@ description:
     whose physical network it does not map (its C(ovn-bridge-mappings) as the southbound has it:
     the port's frames go nowhere); V(qos_drift), a running pod's port whose QoS row is missing, differs
     from its request's C(qos) (within its network's C(qos_max)) or is there unasked (the watcher mends
-    it: reported only)."
+    it: reported only); V(port_security_looser), a pod port that may send as more than its network allows
+    its namespace (C(relaxed_port_security), C(virtual_ips) of M(ovn4nfv.k8s.virtual_network)): no port
+    security, its MAC alone, or an address it was not granted (the repair tightens it)."
   - "When O(db) or O(sb_db) lists several remotes (a RAFT central), each member is asked, one by one, what
     it knows of its database (its C(_Server) database) - V(raft_member), a member that is not part of
     the cluster (it does not answer, is cut off from the others, runs a standalone database, or

@@ -219,8 +219,10 @@ options:
             network. Each is an OVN C(virtual) port C(vip-<network>-<address>), and never handed out to a pod.
           - A pod asks for one in its request entry (C(virtual_ips)); where its namespace is allowed, the address
             joins its interface's port security and its port joins the virtual port's C(virtual-parents), so OVN
-            binds the address to whichever pod announces it. Any other pod that announces it is dropped, and a pod
-            that asks without being allowed gets a Warning Event C(VirtualIPRefused).
+            binds the address to whichever pod announces it. Any other pod with full port security that announces
+            it is dropped (one granted C(mac) or C(off) by O(config[].relaxed_port_security) on the same network
+            may send as any address, this one too), and a pod that asks without being allowed gets a Warning
+            Event C(VirtualIPRefused).
           - Given, it replaces the list whole; a virtual IP dropped from it loses its port and its holders.
         type: list
         elements: dict

@@ -222,3 +222,49 @@ def test_a_remote_tap_follows_its_pod_to_the_port_made_anew(nb, sandbox):
         execute(db, lambda v: remote_mirrors.plan_taps(v, [("config[0]", {"name": "web-gre"})], "deleted"),
                 write=True)
         assert sandbox.rows("nb", "Mirror") == [] and rules() == []
+
+
+def test_a_grant_changed_in_place_keeps_others_marks_and_tightens_at_once(nb, sandbox):
+    """Issue 37: a pod granted a virtual IP whose port a chain marks as a
+    function: when the network takes the grant back, the pod's serving
+    (plan_pod, then plan_port_security) keeps the chain's marks and its
+    MAC-only port security, and writes the grant's marks and port security
+    in one transaction; the watcher's tightening (security_audit) does it
+    for every port of the network at once, whatever the pods' serving."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import security_audit
+    vip = "172.16.2.250"
+    execute(nb, lambda v: vn.plan_networks(v, [("b", vn.check_network(
+        {"name": "net2", "relaxed_port_security": [{"namespace": "vnf", "level": "off"}],
+         "virtual_ips": [{"address": vip, "namespaces": ["vnf"]}]}, "b"))], "merged", "ovn"), write=True)
+    pod = pod_ports.Pod("vnf", "r1", "uid-r1")
+    reqs = requests({"name": "net2", "interface": "net0", "virtual_ips": [vip]})
+    attach(nb, pod, reqs)
+    execute(nb, lambda v: pod_ports.plan_port_security(v, pod, reqs), write=True)
+    row = next(p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"] == "vnf_r1_net0")
+    assert row["external_ids"]["ovn4nfv-vips"] == vip and vip in row["port_security"]
+    mac = row["addresses"].split()[0]
+    sandbox.nbctl("set", "Logical_Switch_Port", "vnf_r1_net0", "external_ids:ovn4nfv-chains=c1",
+                  'port_security="%s"' % mac)
+    execute(nb, lambda v: vn.plan_networks(v, [("b", vn.check_network(
+        {"name": "net2", "virtual_ips": [{"address": vip, "namespaces": ["other"]}]}, "b"))], "merged", "ovn"),
+        write=True)
+    nb.wait_for(lambda idl: "other" in idl.tables["Logical_Switch"].rows[next(
+        u for u, r in idl.tables["Logical_Switch"].rows.items() if r.name == "net2")].external_ids.get(
+        "ovn4nfv-virtual-ips", ""), 10)
+    execute(nb, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
+    row = next(p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"] == "vnf_r1_net0")
+    assert row["external_ids"].get("ovn4nfv-chains") == "c1", "the chain's mark stays"
+    assert "ovn4nfv-vips" not in row["external_ids"] and row["port_security"] == mac, "its grant went, MAC-only kept"
+    # by hand, a port made looser than its network allows: the tightening puts it right, and only it
+    sandbox.nbctl("set", "Logical_Switch_Port", "vnf_r1_net0", "external_ids:ovn4nfv-port-security=off",
+                  "external_ids:ovn4nfv-chains=\"\"", "port_security=[]")
+    execute(nb, lambda v: vn.plan_networks(v, [("b", vn.check_network(
+        {"name": "net2", "relaxed_port_security": [{"namespace": "vnf", "level": "mac"}]}, "b"))], "merged", "ovn"),
+        write=True)
+    nb.wait_for(lambda idl: any('"mac"' in r.external_ids.get("ovn4nfv-relaxed-security", "")
+                                for r in idl.tables["Logical_Switch"].rows.values()), 10)
+    assert execute(nb, lambda v: security_audit.plan_tighten(v, "net2"), write=True).changed
+    row = next(p for p in sandbox.rows("nb", "Logical_Switch_Port") if p["name"] == "vnf_r1_net0")
+    assert "ovn4nfv-port-security" not in row["external_ids"], "a grant looser than allowed is none at all"
+    assert row["port_security"].split()[:2] == [mac, row["addresses"].split()[1]]
+    assert not execute(nb, lambda v: security_audit.plan_tighten(v, "net2"), write=True).changed

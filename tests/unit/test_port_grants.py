@@ -83,3 +83,7 @@ def test_what_the_audit_calls_looser():
     assert looser(["0a:00:00:00:00:06 10.50.0.5"], strict), "another MAC"
     assert not looser(["0a:00:00:00:00:05 10.50.0.7"], ["0a:00:00:00:00:05"]), "within MAC-only"
     assert not looser([], []), "off where off is allowed"
+
+
+def test_a_port_stricter_than_an_allowed_off_is_not_looser():
+    assert not looser(["0a:00:00:00:00:05 10.50.0.5"], []), "off allowed: anything stricter is within it"

@@ -383,7 +383,9 @@ def status(current):
     network = current.network
     out = network.config()
     free = addressing.ip_set(network.subnet, network.exclude_ips)
-    free.remove(network.gateway)
+    for taken in [network.gateway] + [v["address"] for v in network.virtual_ips]:
+        if addressing.parse_ip(taken, "address") in free:
+            free.remove(taken)
     used = set(ip for ip in current.used() if ip in network.subnet)
     out["addresses_in_use"] = len(used)
     out["addresses_free"] = free.size - len([ip for ip in used if ip in free])
@@ -436,11 +438,12 @@ class Networks(CompositeKind):
         if not self.force:
             problems.extend(network_safety.stranded_ports(current, after, declared, deleting))
         for name in declared:
-            # a virtual IP is never a pod's own address
+            # a virtual IP is never a pod's own address (one it already had is excluded from its pool)
             held = current[name].used() if name in current else {}
+            had = [v["address"] for v in current[name].network.virtual_ips] if name in current else []
             problems.extend("network %s: virtual IP %s is held by port %s" % (name, v["address"], held[ip])
                             for v in after[name].virtual_ips for ip in [addressing.parse_ip(v["address"], "vip")]
-                            if ip in held)
+                            if ip in held and v["address"] not in had)
         upserts, deletes = {}, {}
         for name in declared:
             old = current[name].network if name in current else None

@@ -334,6 +334,8 @@ def binding_verdict(pod, entries, bindings, macs=True, launcher=None):
         sets = binding_entries(row.get("mac"), row.get("port_security"), row.get("external_ids"))
         mac = (entry.get("mac_address") or "").lower()
         ip = (entry.get("ip_address") or "").partition("/")[0]
+        if ip in (ids.get(K_VIPS) or "").split(","):
+            ip = None       # a virtual IP it may answer for is not its own address
         if not any((mac == words[0].lower() or not macs) and ip in words[1:] for words in (t.split() for t in sets) if words):
             wrong.append("%s has %s %s, but OVN's port %s holds %s" % (
                 entry["interface"], entry.get("mac_address"), entry.get("ip_address"), row["logical_port"],

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ..common import addressing
 from ..common.errors import ValidationError
-from ..common.marks import K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID, K_VMI
+from ..common.marks import K_INTERFACE, K_LAUNCHERS, K_NAMESPACE, K_POD, K_UID, K_VMI, OWNER_KEY
 from ..ovsdb.execution import Batch
 from ..ovsdb.operations import NewRow, Op
 from ..ovsdb.plan import plan, validate_config
@@ -206,24 +206,28 @@ def plan_pod(view, pod, requests, addresses=None, labels=None, replaced=None):
             if request.ip is None and network.subnet6 is not None:
                 ips.append(addressing.eui64(network.subnet6, mac))
             texts, security = ["%s %s" % (mac, " ".join(str(i) for i in ips))], None
-        # what the network lets it have beyond full port security (the refusals: the watcher's Events)
+        # what the network lets it have beyond full port security (the refusals: the watcher's Events),
+        # in the same transaction as its marks; a kept port's as its grant makes it now
         level, vips, _refused = port_grants.grant(network, pod.namespace, request)
-        security = port_security_of(mac, ips, level, vips) if security is None else security
-        marks = dict((k, v) for k, v in port_grants.marks(level, vips).items() if v)
+        if security is None:
+            security = port_security_of(mac, ips, level, vips)
+        elif mine is not None and port_grants.granted(mine) != (level, vips):
+            security = port_security(mine, grant=(level, vips)) or security
+        # what others keep on it stays: its VM's launchers (vms.binding), a chain's marks (chains)
+        ids = dict((k, v) for k, v in cell(mine, "external_ids").items() if k != OWNER_KEY) if mine is not None else {}
+        ids.update(pod.marks(request.interface), **port_grants.marks(level, vips))
         item = {"name": name, "switch": network.name, "addresses": texts,
-                "external_ids": dict(pod.marks(request.interface), **marks)}
+                "external_ids": dict((k, v) for k, v in ids.items() if v is not None)}
         if request.parent:
             # a trunk's VLAN: OVN's nested port, its frames on the trunk's port with this tag
             item.update(parent_name=pod.port_name(request.parent), tag=request.vlan)
         if mine is not None:
-            # what its VM's launchers set on it stays (vms.binding): where it is bound, and who may attach
+            # where its VM's launchers bind it stays (vms.binding)
             item["options"] = dict(cell(mine, "options"))
-            if cell(mine, "external_ids").get(K_LAUNCHERS) is not None:
-                item["external_ids"][K_LAUNCHERS] = cell(mine, "external_ids")[K_LAUNCHERS]
         override = dhcp.override_of(request)
         if override is not None:
             overrides[name] = override
-        if security:
+        if security is not None:
             item["port_security"] = security
         items.append(item)
     if problems:

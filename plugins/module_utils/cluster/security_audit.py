@@ -30,7 +30,9 @@ def _allowed(network, row):
     allows ``row`` for what its marks say it was granted."""
     level, vips = port_grants.granted(row)
     ceiling = port_grants.allowed_level(network, cell(row, "external_ids").get(K_NAMESPACE))
-    level = min(level, ceiling, key=port_grants.ORDER.index) if level in port_grants.ORDER else "full"
+    # a grant looser than its network now allows is none at all, as the watcher would grant it
+    if level not in port_grants.ORDER or port_grants.ORDER.index(level) > port_grants.ORDER.index(ceiling):
+        level = "full"
     held = port_grants.allowed_vips(network, cell(row, "external_ids").get(K_NAMESPACE))
     vips = [v for v in vips if v in held]
     mac_only = bool(cell(row, "external_ids").get(K_CHAIN_FUNCTION))
@@ -40,8 +42,10 @@ def _allowed(network, row):
 def looser(actual, allowed):
     """Whether port security ``actual`` lets a port send as a MAC or IP
     that ``allowed`` does not."""
+    if not allowed:
+        return False        # no port security is allowed: nothing is looser
     if not actual:
-        return bool(allowed)
+        return True
     may = {}        # MAC -> the IPs it may send from, or None: any
     for text in allowed:
         words = text.split()
@@ -56,19 +60,20 @@ def looser(actual, allowed):
     return False
 
 
-def _ports(nb):
+def _ports(nb, only=None):
     for switch in nb.rows("Logical_Switch"):
-        if cell(switch, "external_ids").get(NETWORK_KEY):
+        if cell(switch, "external_ids").get(NETWORK_KEY) and only in (None, switch.name):
             network = vn.network_of(switch)
             for row in switch.ports:
                 if is_pod_port(row):
                     yield switch, network, row
 
 
-def audit_port_security(nb, finding):
-    """A finding per pod port whose port security is looser than allowed."""
+def audit_port_security(nb, finding, only=None):
+    """A finding per pod port (of network ``only`` when given) whose port
+    security is looser than allowed."""
     out = []
-    for switch, network, row in _ports(nb):
+    for switch, network, row in _ports(nb, only):
         _level, _vips, wanted = _allowed(network, row)
         actual = list(cell(row, "port_security"))
         if wanted is not None and looser(actual, wanted):
@@ -95,3 +100,13 @@ def plan_security_repair(nb, findings, deleted=()):
         resource = LogicalSwitchPort()
         batch.add(plan(resource, validate_config(resource, items, "merged"), "merged", nb))
     return batch
+
+
+def plan_tighten(nb, network):
+    """The plan that makes every port of ``network`` no looser than the
+    network allows now: the watcher's, when an allowance is taken back
+    (every pod's port at once, a VM's too, whatever the pods' own serving
+    is doing meanwhile)."""
+    def found(kind, severity, layer, objects, message, repair=None):
+        return {"class": kind, "objects": sorted(objects), "repair": repair}
+    return plan_security_repair(nb, audit_port_security(nb, found, network))

@@ -2,17 +2,23 @@
 # Copyright: contributors to ovn4nfv.k8s
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The watcher's part in what network functions are granted beyond full
-port security (:mod:`..cluster.port_grants`).
+port security (:mod:`..cluster.port_grants`) and in their QoS caps
+(:mod:`..cluster.port_qos`).
 
-A pod's grant is planned with its ports, by the pod's own key. Two things
-are not a pod's: a network's allowances changing (``relaxed_port_security``,
-``virtual_ips``, the QoS cap ``qos_max``: every pod on it is served again,
-so that one that lost an allowance loses what it had, and one above a new
-cap is capped), and each virtual port's ``virtual-parents``,
-the ports granted its address. Those are one list shared by several pods,
-so one worker writes them, from the NB as it is, whenever a pod port or a
-virtual port changes on a network that has virtual IPs; a pod that went
-leaves it so.
+A pod's grant is planned with its ports, by the pod's own key. What is not
+one pod's is this worker's:
+
+* a network's allowances changing (``relaxed_port_security``,
+  ``virtual_ips``, the QoS cap ``qos_max``): its ports are made no looser
+  than it now allows at once, in one transaction, as the audit's repair
+  makes them (:func:`..cluster.security_audit.plan_tighten`), so that a
+  revocation waits on no pod's serving, a VM's port included; and every
+  pod on it (a VM's launchers) is served again, for what it may now have
+  and for a new cap;
+* each virtual port's ``virtual-parents``, the ports granted its address:
+  one list shared by several pods, so one worker writes it, from the NB as
+  it is, whenever a pod port or a virtual port changes while any network
+  has virtual IPs (a pod that went leaves it so).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,7 +28,7 @@ __metaclass__ = type
 import logging
 import threading
 
-from ..cluster import port_grants, port_qos
+from ..cluster import port_grants, port_qos, security_audit, vms
 from ..common.errors import Ovn4nfvError
 from ..common.marks import K_NAMESPACE, K_POD, K_QOS_MAX_BURST, K_QOS_MAX_RATE, K_RELAXED, K_VIRTUAL_IPS, NETWORK_KEY
 from ..common.workqueue import WorkQueue, serve
@@ -31,7 +37,10 @@ from ..ovsdb.view import View, cell
 from .switch_marks import SwitchMarks
 
 LOG = logging.getLogger("ovn4nfv.grants")
-ALL = "*"       # the queue's one key: every network with virtual IPs
+ALL = "*"       # the queue's key for every network's virtual ports' parents
+TIGHTEN = "tighten:"    # and one network's ports' port security, by its name after this
+# warnings that stay said while the pod is served (the watcher's _served)
+SAID = (port_grants.SECURITY_REFUSED, port_grants.VIP_REFUSED, port_qos.CAPPED)
 
 
 def vip_networks(idl):
@@ -78,17 +87,21 @@ class Grants:
                 self.watcher.report(pod, reason, message)
 
     def switch_changed(self, event, row):
-        """A network's switch changed: where its allowances did, every pod
-        with a port on it is served again."""
-        if not any([marks.changed(event, row) for marks in self.marks]):
-            return
+        """A network's switch changed: where its allowances did, its ports
+        are tightened, and every pod with a port on it is served again."""
+        changed = any([marks.changed(event, row) for marks in self.marks])
         with self.lock:
             self.networks.discard(row.name)
-            if event != "delete" and row.external_ids.get(K_VIRTUAL_IPS):
+            if event != "delete" and row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_VIRTUAL_IPS):
                 self.networks.add(row.name)
+        if not changed or event == "delete":
+            return
+        self.queue.add(TIGHTEN + row.name)
         for port in getattr(row, "ports", None) or ():
             ids = cell(port, "external_ids")
-            if ids.get(K_POD):
+            if vms.vm_of(ids.get(K_POD)):
+                self.watcher.vms.requeue_launchers(ids.get(K_NAMESPACE), ids.get(K_POD))
+            elif ids.get(K_POD):
                 key = "%s/%s" % (ids.get(K_NAMESPACE), ids.get(K_POD))
                 self.watcher.served_as.pop(key, None)
                 self.watcher.queue.add(key)
@@ -102,7 +115,13 @@ class Grants:
                 return
         self.queue.add(ALL)
 
-    def handle(self, _key):
+    def handle(self, key):
+        if key.startswith(TIGHTEN):
+            name = key[len(TIGHTEN):]
+            result = execute(self.watcher.nb, lambda view: security_audit.plan_tighten(view, name), write=True)
+            if result.changed:
+                LOG.info("network %s: its allowances changed: %s", name, "; ".join(result.operations()))
+            return
         with self.lock:
             names = sorted(self.networks)
         for name in names:

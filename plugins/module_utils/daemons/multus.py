@@ -61,7 +61,7 @@ class Attachments:
             pool = annotations.ip_pool(found, provider, where)
             choice = None
             if pool:
-                choice = self.nb.read(lambda idl: self._pool_choice(View(idl), pool, uid))
+                choice = self.nb.read(lambda idl, n=network: self._pool_choice(View(idl), pool, uid, n))
                 if choice is None:
                     raise ValidationError("%s: every address of %s.kubernetes.io/ip_pool is taken" % (
                         where, provider), reason=pod_ports.EXHAUSTED)
@@ -70,8 +70,10 @@ class Attachments:
                 config.get("dhcp") if not for_other_cni else None))
         return requests
 
-    def _pool_choice(self, view, pool, uid):
-        holders = [(ip, self.addresses.holder(view, "ip", ip)) for ip in pool]
+    def _pool_choice(self, view, pool, uid, network=None):
+        settings = vn.read_network(view, network) if network else None
+        vips = [v["address"] for v in settings.virtual_ips] if settings is not None else []
+        holders = [(ip, self.addresses.holder(view, "ip", ip)) for ip in pool if str(ip) not in vips]
         mine = [ip for ip, row in holders if row is not None and uid and row.external_ids.get(K_UID) == uid]
         return next(iter(mine), None) or next((ip for ip, row in holders if row is None), None)
 

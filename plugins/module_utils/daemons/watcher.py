@@ -495,7 +495,7 @@ class Watcher:
             if self.policies:
                 self.policies.pod_changed(pod.metadata.namespace, [pod.metadata.labels])
         # what is not the pod's ports' to say stays said
-        self.reported.unsay(key, keep=(IGNORED, physnet_watch.MISSING))
+        self.reported.unsay(key, keep=(IGNORED, physnet_watch.MISSING) + grant_watch.SAID)
 
     def _forget(self, key):
         self.served_as.pop(key, None)
