@@ -56,8 +56,10 @@ class Chains:
         self.lock = threading.Lock()
 
     def start(self):
+        # read before the lock is taken: the NB listener holds the database while it takes the lock
+        found = self.watcher.nb.read(chain_names)
         with self.lock:
-            self.known |= self.watcher.nb.read(chain_names)
+            self.known |= found
         self.pods_changed()
         thread = threading.Thread(target=self._work, name="chains-worker", daemon=True)
         thread.start()

@@ -60,8 +60,10 @@ class Grants:
         self.networks = set()       # those with virtual IPs, as the NB last said
 
     def start(self):
+        # read before the lock is taken: the NB listener holds the database while it takes the lock
+        found = self.watcher.nb.read(vip_networks)
         with self.lock:
-            self.networks = self.watcher.nb.read(vip_networks)
+            self.networks |= found
         self.queue.add(ALL)
         thread = threading.Thread(target=self._work, name="grants-worker", daemon=True)
         thread.start()
