@@ -26,10 +26,9 @@ starts where the first did and nothing of it outlives the check. Prints the rows
 import json
 import re
 import subprocess
-import time
 
 from lab.host import exec_in
-from lab.workload import kubelet, report, row, tally
+from lab.workload import kubelet, report, row, tally, until
 
 NAMESPACE, POD = "hotplug", "hp-w1"
 WAIT_S = 30
@@ -46,17 +45,6 @@ def _links(session, node):
     return dict((l["ifname"], next((a["local"] for a in l.get("addr_info", []) if a.get("family") == "inet"), None))
                 for l in links if l["ifname"] != "lo")
 
-
-def _until(check, what):
-    """``check()``'s answer once it is true, or its last after WAIT_S
-    seconds (the pod's links and the node's rows change on their own time,
-    as the watcher and the node agent get to them)."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        found = check()
-        if found or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.2)
 
 
 def _request(session, node, networks):
@@ -80,7 +68,7 @@ def check(session):
     rows = []
     try:
         _request(session, node, [first, second])
-        gained = _until(lambda: _links(session, node).get("eth1"), "eth1")
+        gained = until(lambda: _links(session, node).get("eth1"), WAIT_S)
         reached = gained and exec_in(worker, "ip", "netns", "exec", POD, "ping", "-n", "-c", "2", "-W", "2",
                                      "-i", "0.2", peer["net1"], check=False).returncode == 0
         rows.append(_row(gained and reached, "%s@%s gains %s as eth1: %s" % (
@@ -99,7 +87,7 @@ def check(session):
                           "external_ids:ovn4nfv-interface=eth1", check=False).stdout.strip()
             veth = host and exec_in(worker, "ip", "link", "show", host, check=False).returncode == 0
             return not port and not ovs and not veth and "eth1" not in _links(session, node)
-        lost = _until(gone, "eth1 gone")
+        lost = until(gone, WAIT_S)
         rows.append(_row(lost and host, "%s@%s loses eth1: %s" % (POD, node, "its logical port, OVS port %s, veth "
                                                                   "and link gone" % host if lost and host else
                                                                   "something of it is left (OVS port %r)" % host)))

@@ -27,7 +27,7 @@ import json
 import os
 import sys
 
-from lab import containers, credentials, host, hotplug, migration, playbooks, providers, scenarios, vip, workload
+from lab import containers, credentials, host, hotplug, migration, playbooks, providers, qos, scenarios, vip, workload
 
 
 def deps(session, args):
@@ -109,6 +109,12 @@ def check_hotplug(session, args):
     return hotplug.run(session)
 
 
+def check_qos(session, args):
+    if not session.layout.qos_cap:
+        raise SystemExit("lab: qos needs a QoS cap on a pod network (qos_max in ovn4nfv_networks)")
+    return qos.run(session)
+
+
 def check_vip(session, args):
     if not session.layout.virtual_ips:
         raise SystemExit("lab: vip needs a virtual IP on a pod network (virtual_ips in ovn4nfv_networks)")
@@ -149,6 +155,8 @@ COMMANDS = {
                                "traffic; a bad request refused; its last line: hotplug: hotplug_ok="),
     "vip": (check_vip, "a VRRP pair (keepalived) holds a virtual IP in turn through OVN's virtual port; a pod "
                        "not allowed it is dropped; its last line: vip: vip_ok= failover_ms= lost="),
+    "qos": (check_qos, "QoS per interface measured across the overlay (iperf3, DSCP read in the receiver); its "
+                       "last line: qos: qos_ok= limited_kbps= free_kbps="),
 }
 
 

@@ -139,6 +139,9 @@ class Layout:
         # the pod networks' VRRP virtual IPs (lab/vip.py): [{"network", "address", "namespaces"}]
         self.virtual_ips = [dict(v, network=n["name"]) for n in hostvars[kube[0]]["ovn4nfv_networks"][:2]
                             for v in n.get("virtual_ips") or []]
+        # the QoS cap of a pod network (lab/qos.py): {"network", "rate", "burst"?}, or None
+        self.qos_cap = next((dict(n["qos_max"], network=n["name"]) for n in hostvars[kube[0]]["ovn4nfv_networks"][:2]
+                             if (n.get("qos_max") or {}).get("rate")), None)
         underlay, external, self.nodes = {}, {}, {}
         for host in kube + [h for h in self.externals if h not in kube]:
             if host == API_HOSTNAME:

@@ -8,7 +8,7 @@ import json
 import time
 import uuid
 
-from lab import credentials, host, hotplug as hotplug_checks, layout as seed, providers as provider_checks, vip as vip_checks
+from lab import credentials, host, hotplug as hotplug_checks, layout as seed, providers as provider_checks, qos as qos_checks, vip as vip_checks
 from lab.containers import up, wait_booted
 from lab.host import exec_in, log, podman
 from lab.playbooks import audit_findings, changed, matrix, picture_line, playbook, traces
@@ -101,6 +101,8 @@ def run(session):
     hotplugged = [r["line"] for r in phase("hotplug", hotplug_checks.check, session)]
     vrrp, vrrp_figures = phase("vip", vip_checks.check, session) if session.layout.virtual_ips else ([], {})
     vrrp = [r["line"] for r in vrrp]
+    shaped, shaped_figures = phase("qos", qos_checks.check, session) if session.layout.qos_cap else ([], {})
+    shaped = [r["line"] for r in shaped]
     picture = phase("picture", draw, session)
     rerun_s, recap, _p = phase("rerun", playbook, session, "site.yml")
     _w, recap_w, _p = phase("rerun-workloads", workloads, session)
@@ -110,7 +112,8 @@ def run(session):
     print("\n".join(["", "== services"] + services + ["", "== chains"] + chains + ["", "== taps"] + taps
                     + ["", "== policies"] + policies + ["", "== vms"] + vms + ["", "== providers"] + provided
                     + ["", "== hotplug"] + hotplugged + ["", "== vip %s" % " ".join(
-                        "%s=%d" % kv for kv in sorted(vrrp_figures.items()))] + vrrp))
+                        "%s=%d" % kv for kv in sorted(vrrp_figures.items()))] + vrrp + ["", "== qos %s" % " ".join(
+                        "%s=%d" % kv for kv in sorted(shaped_figures.items()))] + shaped))
     print("\n== topology\n" + topology_text(session))
     print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
     print("== picture: " + picture)
@@ -128,18 +131,20 @@ def run(session):
     counts = dict((name, (sum(1 for r in found if r.startswith("OK")), len(found)))
                   for name, found in (("services", services), ("chains", chains), ("taps", taps),
                                       ("policies", policies), ("vms", vms), ("providers", provided),
-                                      ("hotplug", hotplugged), ("vip", vrrp)))
+                                      ("hotplug", hotplugged), ("vip", vrrp), ("qos", shaped)))
     print("lab: pods=%d links_ok=%d/%d deploy_s=%.0f rerun_s=%.0f rerun_changed=%d pid1=%s debian=%s "
           "services_ok=%d/%d chains_ok=%d/%d taps_ok=%d/%d policies_ok=%d/%d vms_ok=%d/%d provider_ok=%d/%d "
-          "hotplug_ok=%d/%d vip_ok=%d/%d" % (
+          "hotplug_ok=%d/%d vip_ok=%d/%d qos_ok=%d/%d" % (
               len(pods), ok, len(rows), deploy, rerun_s, rerun_changed, ",".join(init), session.debian,
               counts["services"][0], counts["services"][1], counts["chains"][0], counts["chains"][1],
               counts["taps"][0], counts["taps"][1], counts["policies"][0], counts["policies"][1],
               counts["vms"][0], counts["vms"][1], counts["providers"][0], counts["providers"][1],
-              counts["hotplug"][0], counts["hotplug"][1], counts["vip"][0], counts["vip"][1]))
+              counts["hotplug"][0], counts["hotplug"][1], counts["vip"][0], counts["vip"][1],
+              counts["qos"][0], counts["qos"][1]))
     return 0 if verify.returncode == 0 and ok == len(rows) and rows and rerun_changed == 0 \
         and init == ["systemd"] and all(total and good == total for name, (good, total) in counts.items()
-                                        if (name != "providers" or provided) and (name != "vip" or vrrp)) else 1
+                                        if (name != "providers" or provided) and (name != "vip" or vrrp)
+                                        and (name != "qos" or shaped)) else 1
 
 
 def audit_lines(session, *extra):

@@ -28,14 +28,12 @@ and, last, ``vip: vip_ok=<n>/<n> failover_ms=<x> lost=<n>``.
 import json
 import re
 import subprocess
-import time
 
 from lab.host import exec_in
-from lab.workload import kubelet, report, row, tally
+from lab.workload import kubelet, report, row, tally, until
 
 HOLDERS = (("vrrp-w1", 0, "MASTER", 200), ("vrrp-w2", 1, "BACKUP", 100))
 ROGUE, CLIENT = "vrrp-x", "pod-w2a"
-WAIT_S = 30
 INTERVAL_MS = 10
 KEEPALIVED = """vrrp_instance nf {
   state %s
@@ -59,17 +57,6 @@ s.send(b"\\xff" * 6 + mac + b"\\x08\\x06" + b"\\x00\\x01\\x08\\x00\\x06\\x04\\x0
 
 def _row(ok, text):
     return row("vip", ok, text)
-
-
-def _until(check):
-    """``check()``'s answer once it is true, or its last after WAIT_S
-    seconds (OVN binds the address when a holder announces it)."""
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        found = check()
-        if found or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.2)
 
 
 def _in_pod(session, node, pod, *argv):
@@ -102,7 +89,7 @@ def check(session):
         def bound():
             return exec_in(master, "ovn-sbctl", "--no-leader-only", "--bare", "--columns=virtual_parent", "find",
                            "port_binding", "logical_port=" + vport, check=False).stdout.strip()
-        parents = _until(lambda: nb("--bare", "--columns=options", "find", "logical_switch_port", "name=" + vport)
+        parents = until(lambda: nb("--bare", "--columns=options", "find", "logical_switch_port", "name=" + vport)
                          .count("virtual-parents=" + ",".join(sorted(ports))))
         secured = [address in nb("--bare", "--columns=port_security", "list", "logical_switch_port", p)
                    for p in ports + ["default_%s_eth0" % ROGUE]]
@@ -115,7 +102,7 @@ def check(session):
                              else "not refused: port security %s, Event %s" % (secured[2], told))))
         for pod, _i, state, priority in HOLDERS:
             _keepalived(session, nodes[pod], pod, KEEPALIVED % (state, priority, address, prefix))
-        first = _until(lambda: bound() == ports[0] and _ping(session, layout.workers[1], CLIENT, address))
+        first = until(lambda: bound() == ports[0] and _ping(session, layout.workers[1], CLIENT, address))
         rows.append(_row(first, "the SB binds %s to %s; %s@%s reaches it: %s" % (
             address, ports[0], CLIENT, layout.workers[1], "yes" if first else "no (bound to %r)" % bound())))
         steady = subprocess.Popen(["podman", "exec", session.container(layout.workers[1]), "ip", "netns", "exec",
@@ -123,7 +110,7 @@ def check(session):
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
         try:
             _stop(session, nodes[HOLDERS[0][0]], HOLDERS[0][0])        # the master is stopped
-            moved = _until(lambda: bound() == ports[1] and _ping(session, layout.workers[1], CLIENT, address))
+            moved = until(lambda: bound() == ports[1] and _ping(session, layout.workers[1], CLIENT, address))
         finally:
             exec_in(session.container(layout.workers[1]), "pkill", "-INT", "-f", "ping -n -i 0.01", check=False)
             out, _err = steady.communicate(timeout=30)

@@ -8,6 +8,7 @@ verify.yml is told to check of them.
 
 import json
 import os
+import time
 
 from lab import layout as seed
 from lab.host import HERE, exec_in, kubelet_argv
@@ -194,6 +195,18 @@ def underlay_state(session):
             result = exec_in(name, *argv, check=False)
             out.append("== %s: %s\n%s%s" % (hostname, " ".join(argv), result.stdout, result.stderr))
     return "\n".join(out)
+
+
+def until(check, seconds=30):
+    """``check()``'s answer once it is true, or its last after ``seconds``
+    (what a lab check reads changes on its own time, as the watcher, the
+    node agent and OVN get to it), looked at every 0.2 s."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.2)
 
 
 def row(kind, ok, text):
