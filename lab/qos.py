@@ -65,7 +65,7 @@ def _received_kbits(session, node, pod, sink, kbits):
     found = json.loads(out or "{}").get("end", {})
     if "sum_received" in found:
         return found["sum_received"]["bits_per_second"] / 1000.0
-    total = found.get("sum", {})        # iperf3 before 3.16: the sender's rate, less what was lost
+    total = found.get("sum", {})        # an iperf3 without sum_received: the sender's rate, less what was lost
     return total.get("bits_per_second", 0) * (1 - total.get("lost_percent", 100) / 100.0) / 1000.0
 
 

@@ -249,8 +249,8 @@ options:
             limited, and a DSCP mark is never capped.
           - Given, it replaces the network's cap whole. An empty V({}) removes it. Not given, under
             O(state=merged), the network keeps what it has.
-          - The watcher applies a changed cap to the pods already running on the network at once (it serves
-            the network's pods again when its switch's cap changes).
+          - The watcher applies a changed cap to the pods already running on the network at once (a lowered cap
+            brings every row above it down in one transaction, and the network's pods are served again).
         type: dict
         suboptions:
           rate:

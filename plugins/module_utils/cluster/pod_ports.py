@@ -180,10 +180,10 @@ def plan_pod(view, pod, requests, addresses=None, labels=None, replaced=None):
                     request.where, request.mac, _holder(port))))
                 continue
         mine = existing if existing is not None and not isinstance(existing, (list, NewRow)) else None
-        if request.ip is None and mine is not None and cell(mine, "addresses") and \
-                request.mac in (None, held_addresses(mine)[0]):
+        if mine is not None and cell(mine, "addresses") and request.mac in (None, held_addresses(mine)[0]) and \
+                (request.ip is None or request.ip in held_addresses(mine)[1]):
             # the pod's port holds its address (chosen here, or by ovn-northd
-            # for a port of an earlier version): it keeps it
+            # for a port of an earlier version; its static one): it keeps it, and its MAC
             texts, security = list(cell(mine, "addresses")), list(cell(mine, "port_security"))
             held_mac, held_ips = held_addresses(mine)
             if held_mac:

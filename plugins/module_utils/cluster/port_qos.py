@@ -166,8 +166,24 @@ def _switch(view, name):
     return None if switch is None or isinstance(switch, (list, NewRow)) else switch
 
 
+def _rows_of(view, ports):
+    """``{port name: [rows]}`` of the pod QoS rows of ``ports`` (names),
+    found by their ``match`` through an index: what a pod's serving and
+    its ports' deletion read, without a scan of the table. A row whose
+    match was changed by hand is not found so: the audit's scan
+    (:func:`_rows_by_port`) finds it."""
+    out = {}
+    for port in ports:
+        rows = [r for r in view.equal(TABLE, "match", "inport == %s" % json.dumps(port))
+                if is_pod_qos(r) and cell(r, "external_ids").get(K_QOS_PORT) == port]
+        if rows:
+            out[port] = sorted(rows, key=lambda r: str(r.uuid))
+    return out
+
+
 def _rows_by_port(view):
-    """``{port name: [rows]}`` of the pod ports' QoS rows, once a view."""
+    """``{port name: [rows]}`` of the pod ports' QoS rows, once a view (the
+    audit's: every row, whatever its match)."""
     def build():
         out = {}
         for row in view.rows(TABLE):
@@ -232,7 +248,7 @@ def plan_qos(view, pod, requests, ports):
     result = Plan(_Rows(), "merged")
     if not _monitored(view):
         return result
-    held = _rows_by_port(view)
+    held = _rows_of(view, [cell(p, "name") for p in ports.values()])
     for request in requests:
         port, switch = ports.get(request.interface), _switch(view, request.network)
         if port is None or switch is None:
@@ -275,12 +291,31 @@ def _plain(value):
     return dict(value) if isinstance(value, dict) else value
 
 
+def plan_capped(view, network):
+    """A :class:`Plan` bringing every pod QoS row of ``network`` (a name)
+    within its cap as it is now: the watcher's at once when the cap is
+    lowered, whatever the pods' serving is doing meanwhile (their next
+    serving writes what their requests get under it)."""
+    result = Plan(_Rows(), "merged")
+    switch = _switch(view, network) if _monitored(view) else None
+    cap = cap_of(cell(switch, "external_ids")) if switch is not None else None
+    for row in (switch.qos_rules if cap else ()):
+        if is_pod_qos(row) and cell(row, "bandwidth").get("rate"):
+            got, over = applied(dict(cell(row, "bandwidth")), cap)
+            if over:
+                port = cell(row, "external_ids").get(K_QOS_PORT)
+                result.changes.append(Change("update", "qos of port %s" % port, dict(_config(row), port=port),
+                                             dict(_config(row), port=port, **got),
+                                             [Op("update", TABLE, row, "bandwidth", got)]))
+    return result
+
+
 def plan_forget(view, ports):
     """A :class:`Plan` deleting the QoS rows of ``ports`` (names), which go."""
     result = Plan(_Rows(), "deleted")
     if not _monitored(view):
         return result
-    held = _rows_by_port(view)
+    held = _rows_of(view, set(ports))
     for port in sorted(set(ports)):
         result.changes.extend(_dropped(view, port, row) for row in held.get(port, []))
     return result

@@ -49,6 +49,13 @@ def vip_networks(idl):
                if row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_VIRTUAL_IPS))
 
 
+def _batch(batch, plan):
+    """``batch`` with ``plan`` added, when it changes anything."""
+    if plan.changed:
+        batch.add(plan)
+    return batch
+
+
 class Grants:
     """For one :class:`..watcher.Watcher`."""
 
@@ -120,7 +127,8 @@ class Grants:
     def handle(self, key):
         if key.startswith(TIGHTEN):
             name = key[len(TIGHTEN):]
-            result = execute(self.watcher.nb, lambda view: security_audit.plan_tighten(view, name), write=True)
+            result = execute(self.watcher.nb, lambda view: _batch(security_audit.plan_tighten(view, name),
+                                                                  port_qos.plan_capped(view, name)), write=True)
             if result.changed:
                 LOG.info("network %s: its allowances changed: %s", name, "; ".join(result.operations()))
             return

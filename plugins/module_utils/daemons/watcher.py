@@ -278,10 +278,9 @@ class Watcher:
         key = key_of(ids.get(K_NAMESPACE), ids.get(K_POD))
         self.served_as.pop(key, None)
         if vms.vm_of(ids.get(K_POD)):
-            self.queue.add(key)         # the VM's own key judges it
-            if event == "delete":
-                self.vms.requeue_launchers(ids.get(K_NAMESPACE), ids.get(K_POD))     # they make it again
-        if event == "delete":
+            self.queue.add(key)         # the VM's own key judges it; its launchers make and mend it
+            self.vms.requeue_launchers(ids.get(K_NAMESPACE), ids.get(K_POD))
+        if event == "delete" and row._table.name == "Logical_Switch_Port":
             with self.lock:
                 live = key in self.cache
             if live:
@@ -297,9 +296,9 @@ class Watcher:
                 # each policy is planned again, from a view without it
                 self.policies.requeue_all()
             return
-        if key in self.pending or event == "update":
+        if key in self.pending or event != "create":
             # an address came, or a served port changed: it is looked at again
-            # (a port security or a VLAN's tag changed by hand is mended)
+            # (a port security or a VLAN's tag changed by hand is mended, a QoS row deleted made again)
             self.queue.add(key)
 
     def _work(self):

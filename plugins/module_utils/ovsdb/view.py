@@ -38,32 +38,34 @@ class NameIndex:
     the transaction, out of it when the transaction ends, and in again
     when the server's update comes). Here each is one dict operation.
     (python-ovs does not re-index a row a server's update renames; nor does
-    this. The product never renames a row.)"""
+    this. The product never renames a row.) Another string column may be
+    indexed the same way (``column``: a QoS row's ``match``)."""
 
     @classmethod
-    def of(cls, table):
-        """``table``'s name index, or None if it has no ``name`` column.
-        Made from the rows on first use, and again where python-ovs
+    def of(cls, table, column="name"):
+        """``table``'s index of ``column``, or None if it has no such
+        column. Made from the rows on first use, and again where python-ovs
         dropped it: it makes a new set of rows, without indexes, when a
         reconnection dumps the database again."""
-        if "name" not in table.columns:
+        if column not in table.columns:
             return None
-        index = table.rows.indexes.get("name")
+        index = table.rows.indexes.get(column)
         if not isinstance(index, cls):
-            index = table.rows.indexes["name"] = cls(table)
+            index = table.rows.indexes[column] = cls(table, column)
             for row in table.rows.values():
                 index.add(row)
         return index
 
-    def __init__(self, table):
+    def __init__(self, table, column="name"):
         self.table = table
-        self.columns = [_NameColumn]
+        self.column = column
+        self.columns = [_Column(column)]
         self.uuids = {}         # name: {uuid: None}, in insertion order
         self.names = {}         # uuid: name
 
     def add(self, row):
         try:
-            name = row.name
+            name = getattr(row, self.column)
         except AttributeError:
             return      # a new row before its name is set: added when it is
         self.remove(row)
@@ -89,13 +91,16 @@ class NameIndex:
 
     def irange(self, start, end):
         # python-ovs's index_equal and ovsdbapp's index_lookup_all ask this way
-        if start.name != end.name:
+        if getattr(start, self.column) != getattr(end, self.column):
             raise NotImplementedError("a name index finds one name, not a range")
-        return iter(self.equal(start.name))
+        return iter(self.equal(getattr(start, self.column)))
 
 
-class _NameColumn:
-    column = "name"
+class _Column:
+    """What python-ovs reads of an index's column: its name."""
+
+    def __init__(self, column):
+        self.column = column
 
 
 def column_value(row, column):
@@ -229,6 +234,14 @@ class View:
             return self.by_name(table).get(name)
         found = index.equal(name)
         return found[0] if len(found) == 1 else (found or None)
+
+    def equal(self, table, column, value):
+        """The committed rows of ``table`` whose string ``column`` is
+        ``value``, through an index of it (:class:`NameIndex`)."""
+        if self.idl is None or table not in self.idl.tables:
+            return []
+        index = NameIndex.of(self.idl.tables[table], column)
+        return index.equal(value) if index is not None else []
 
     def rows(self, table):
         if self.idl is None or table not in self.idl.tables:
