@@ -284,3 +284,54 @@ def test_the_operator_s_cap_with_check_mode_and_diff():
         assert records() == {"ovn4nfv-qos-max-rate": "20000"}
         removed = declare(True, qos_max={"rate": None, "burst": None})
         assert "qos_max" not in removed.diff()["after"]["qnet"] and records() == {}
+
+
+def test_a_lowered_cap_brings_the_rows_above_it_down_at_once():
+    """What the watcher's grants worker does when a network's cap is
+    lowered (port_qos.plan_capped): every pod row above the new cap is
+    brought down to it in one plan, a row within it and another network's
+    are left, and a second plan changes nothing. A pod's QoS rows are found
+    by their match, through an index (port_qos._rows_of)."""
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import networks as vn
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
+    from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
+    from tests.harness.sandbox import Sandbox
+
+    box = Sandbox(ovs=False)
+    try:
+        with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES + port_qos.TABLES) as db:
+            from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.wiring import plan_topology
+            execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
+            execute(db, lambda v: vn.plan_networks(v, [(n["name"], vn.check_network(n, n["name"])) for n in (
+                dict(NETWORKS[0]), {"name": "other", "subnet": "10.8.0.0/24"})], "merged", "ovn"), write=True)
+            served = {}
+            for name, network, qos in (("hi", "qnet", {"rate": 9000, "burst": 900}),
+                                       ("lo", "qnet", {"rate": 2000, "dscp": DSCP}),
+                                       ("far", "other", {"rate": 9000})):
+                pod = Pod(NS, name, "uid-" + name)
+                reqs = ann.parse_requests({ann.OVN_NETWORK: json.dumps([dict(entry(qos), name=network)])})[1]
+                execute(db, lambda v: pod_ports.plan_pod(v, pod, reqs), write=True)
+                execute(db, lambda v: pod_ports.plan_port_security(v, pod, reqs), write=True)
+                served[name] = (pod, reqs)
+
+            def bandwidth():
+                return dict((r["external_ids"][K_QOS_PORT], r["bandwidth"]) for r in box.rows("nb", "QoS"))
+            assert bandwidth() == {port("hi"): {"rate": 9000, "burst": 900}, port("lo"): {"rate": 2000, "burst": 1000},
+                                   port("far"): {"rate": 9000}}
+            execute(db, lambda v: vn.plan_networks(v, [("qnet", vn.check_network(
+                {"name": "qnet", "qos_max": {"rate": 5000, "burst": 500}}, "qnet"))], "merged", "ovn"), write=True)
+            db.wait_for(lambda idl: any(r.external_ids.get("ovn4nfv-qos-max-rate") == "5000"
+                                        for r in idl.tables["Logical_Switch"].rows.values()), 10)
+            lowered = execute(db, lambda v: port_qos.plan_capped(v, "qnet"), write=True)
+            assert lowered.changed
+            assert bandwidth() == {port("hi"): {"rate": 5000, "burst": 500}, port("lo"): {"rate": 2000, "burst": 500},
+                                   port("far"): {"rate": 9000}}
+            assert not execute(db, lambda v: port_qos.plan_capped(v, "qnet"), write=False).changed
+            # the pods' own serving agrees with what the worker wrote: nothing more to do
+            for pod, reqs in served.values():
+                assert not execute(db, lambda v: pod_ports.plan_port_security(v, pod, reqs), write=False).changed
+            # a deleted port's row goes with it, found by its match
+            execute(db, lambda v: pod_ports.plan_delete(v, "uid-hi"), write=True)
+            assert port("hi") not in bandwidth()
+    finally:
+        box.stop()
