@@ -46,7 +46,6 @@ def _links(session, node):
                 for l in links if l["ifname"] != "lo")
 
 
-
 def _request(session, node, networks):
     return kubelet(session, node, "request", "%s/%s" % (NAMESPACE, POD), json.dumps(
         [{"name": n, "interface": "eth%d" % i} for i, n in enumerate(networks)]))

@@ -65,6 +65,11 @@ def deletion_check(session):
             + (mended or [missing % ("chain", "crossed", "verify-back")])}
 
 
+def _figures(figures):
+    """``a=1 b=2``: a check's measurements, for its heading."""
+    return " ".join("%s=%d" % kv for kv in sorted(figures.items()))
+
+
 def run(session):
     """``make lab``: the whole lab from nothing (or from what stands), each
     phase timed, then verify.yml, the deletions, the picture and a second
@@ -111,9 +116,8 @@ def run(session):
     print("\n".join(["", "== connectivity matrix"] + rows))
     print("\n".join(["", "== services"] + services + ["", "== chains"] + chains + ["", "== taps"] + taps
                     + ["", "== policies"] + policies + ["", "== vms"] + vms + ["", "== providers"] + provided
-                    + ["", "== hotplug"] + hotplugged + ["", "== vip %s" % " ".join(
-                        "%s=%d" % kv for kv in sorted(vrrp_figures.items()))] + vrrp + ["", "== qos %s" % " ".join(
-                        "%s=%d" % kv for kv in sorted(shaped_figures.items()))] + shaped))
+                    + ["", "== hotplug"] + hotplugged + ["", "== vip " + _figures(vrrp_figures)] + vrrp
+                    + ["", "== qos " + _figures(shaped_figures)] + shaped))
     print("\n== topology\n" + topology_text(session))
     print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
     print("== picture: " + picture)

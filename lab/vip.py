@@ -89,8 +89,9 @@ def check(session):
         def bound():
             return exec_in(master, "ovn-sbctl", "--no-leader-only", "--bare", "--columns=virtual_parent", "find",
                            "port_binding", "logical_port=" + vport, check=False).stdout.strip()
-        parents = until(lambda: nb("--bare", "--columns=options", "find", "logical_switch_port", "name=" + vport)
-                         .count("virtual-parents=" + ",".join(sorted(ports))))
+        wanted = "virtual-parents=" + ",".join(sorted(ports))
+        parents = until(lambda: wanted in nb("--bare", "--columns=options", "find", "logical_switch_port",
+                                             "name=" + vport))
         secured = [address in nb("--bare", "--columns=port_security", "list", "logical_switch_port", p)
                    for p in ports + ["default_%s_eth0" % ROGUE]]
         told = [m for m in kubelet(session, layout.workers[0], "events", "default/" + ROGUE, "VirtualIPRefused")

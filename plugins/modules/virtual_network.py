@@ -212,7 +212,7 @@ options:
               - The loosest port security allowed there.
             type: str
             required: true
-            choices: [mac, off]
+            choices: [mac, "off"]
       virtual_ips:
         description:
           - Virtual IPs that pods of the given namespaces may hold in turn (VRRP, keepalived), on an V(ovn)

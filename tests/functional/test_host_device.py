@@ -210,8 +210,8 @@ def test_a_host_device_beside_ovn_interfaces_with_one_default_route(env):
         # would delete that port of no pod at once), is found beside it
         assert env.watcher.terminate() == 0
         try:
-            marks = dict(owner="ovn4nfv.k8s", role="pod-port", **{"pod-uid": "gone", "pod-namespace": "default",
-                                                                   "pod-name": "gone", "interface": "net0"})
+            marks = dict(owner="ovn4nfv.k8s", role="pod-port",
+                         **{"pod-uid": "gone", "pod-namespace": "default", "pod-name": "gone", "interface": "net0"})
             env.node.box.nbctl("lsp-add", "vf-net", "byhand", "--", "set", "Logical_Switch_Port", "byhand",
                                'addresses="0a:00:00:00:40:99 %s"' % held,
                                *["external_ids:ovn4nfv-%s=%s" % pair for pair in sorted(marks.items())])

@@ -138,9 +138,9 @@ def reasons(env, name):
 def test_a_virtual_ip_moves_to_the_backup_and_no_one_else_may_take_it(lab):
     env = lab
     entry = {"name": "vnf-a", "interface": "eth0", "virtual_ips": [VIP]}
-    r1, _ = pod(env, "vnf", "r1", entry)
-    r2, _ = pod(env, "vnf", "r2", entry)
-    client, _ = pod(env, "vnf", "cli", {"name": "vnf-a", "interface": "eth0"})
+    r1 = pod(env, "vnf", "r1", entry)[0]
+    r2 = pod(env, "vnf", "r2", entry)[0]
+    client = pod(env, "vnf", "cli", {"name": "vnf-a", "interface": "eth0"})[0]
     rogue, told = pod(env, "other", "x", entry)
     # the pod that asked without being allowed: said, and its port answers for its own address alone
     assert env.api.wait(lambda _api: "VirtualIPRefused" in reasons(env, "x"), 30), env.log_text()

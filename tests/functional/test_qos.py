@@ -142,7 +142,7 @@ class Lab:
                              "udp and dst port 9999 and src host %s" % self.address[sender], ready="listening on")
         send = "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); " \
                "[s.sendto(b'qos', ('%s', 9999)) for _ in range(3)]" % self.address["sink"]
-        for _ in range(tries):
+        for _attempt in range(tries):
             if capture.poll() is not None:
                 break
             ip("python3", "-c", send, netns=self.netns[sender])

@@ -98,7 +98,8 @@ class Grants:
     def switch_changed(self, event, row):
         """A network's switch changed: where its allowances did, its ports
         are tightened, and every pod with a port on it is served again."""
-        changed = any([marks.changed(event, row) for marks in self.marks])
+        seen = [marks.changed(event, row) for marks in self.marks]      # each mark's seen value kept
+        changed = any(seen)
         with self.lock:
             self.networks.discard(row.name)
             if event != "delete" and row.external_ids.get(NETWORK_KEY) and row.external_ids.get(K_VIRTUAL_IPS):
