@@ -151,7 +151,7 @@ def _keepalived(session, node, pod, conf):
     base = _files(pod)
     exec_in(session.container(node), "sh", "-c", "cat > %s.conf <<'EOF'\n%sEOF" % (base, conf))
     _in_pod(session, node, pod, "keepalived", "--vrrp", "--use-file", base + ".conf", "--pid", base + ".pid",
-            "--vrrp_pid", base + ".vrrp.pid")
+            "--vrrp_pid", base + ".vrrp.pid", "--checkers_pid", base + ".checkers.pid", "--bfd_pid", base + ".bfd.pid")
 
 
 def _stop(session, node, pod):

@@ -117,7 +117,9 @@ class Keepalived:
         self.log = open(base + ".log", "w+")
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns_name(netns), "keepalived", "--dont-fork", "--log-console", "--vrrp",
-             "--use-file", base + ".conf", "--pid", base + ".pid", "--vrrp_pid", base + ".vrrp.pid"],
+             "--use-file", base + ".conf", "--pid", base + ".pid", "--vrrp_pid", base + ".vrrp.pid",
+             # its children's too: two keepalived in one mount namespace must not share /run's (2.3 refuses)
+             "--checkers_pid", base + ".checkers.pid", "--bfd_pid", base + ".bfd.pid"],
             stdout=self.log, stderr=subprocess.STDOUT)
 
     def stop(self):
