@@ -84,12 +84,13 @@ def audit_port_security(nb, finding, only=None):
     return out
 
 
-def plan_security_repair(nb, findings, deleted=()):
+def plan_security_repair(nb, findings, deleted=(), only=None):
     """The plan that tightens the ports the findings name, but for those
-    the same repair deletes (``deleted``: a gone pod's)."""
+    the same repair deletes (``deleted``: a gone pod's); ``only``, the
+    network they are all on when it is one."""
     named = set(o for f in findings if f["class"] == LOOSER and f["repair"] for o in f["objects"]) - set(deleted)
     items = []
-    for switch, network, row in _ports(nb) if named else ():
+    for switch, network, row in _ports(nb, only) if named else ():
         if row.name in named:
             level, vips, wanted = _allowed(network, row)
             if wanted is not None:
@@ -109,4 +110,4 @@ def plan_tighten(nb, network):
     is doing meanwhile)."""
     def found(kind, severity, layer, objects, message, repair=None):
         return {"class": kind, "objects": sorted(objects), "repair": repair}
-    return plan_security_repair(nb, audit_port_security(nb, found, network))
+    return plan_security_repair(nb, audit_port_security(nb, found, network), only=network)
