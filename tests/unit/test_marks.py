@@ -46,6 +46,7 @@ WRITTEN = {
     "baseline-network", "ovn4nfv-policy-mode", "ovn4nfv-dhcp", "ovn4nfv-dhcp-port", "ovn4nfv-dhcp-override",
     "ovn4nfv-launchers", "ovn4nfv-vmi", "ovn4nfv-physnets", "ovn4nfv-vlan-interface",
     "ovn4nfv-qos-max-rate", "ovn4nfv-qos-max-burst", "pod-qos", "ovn4nfv-qos-port",
+    "ovn4nfv-term", "ovn4nfv-term-holder", "ovn4nfv-watcher term=",
 }
 
 

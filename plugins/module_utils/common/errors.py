@@ -39,3 +39,15 @@ class DatabaseUnreachable(Ovn4nfvError):
 
 class TransactionFailed(Ovn4nfvError):
     """The server refused or did not finish the transaction."""
+
+
+class Fenced(Ovn4nfvError):
+    """A watcher that is no longer the leader tried to write: its term is
+    not the NB's (``ovsdb/fence.py``). Nothing of the transaction was
+    applied. ``refused`` says the NB itself refused it (the transaction
+    had left, under the old term); otherwise it was stopped before it was
+    sent."""
+
+    def __init__(self, message, refused=False):
+        self.refused = refused
+        super(Fenced, self).__init__(message)

@@ -196,6 +196,20 @@ BASELINE_SET_PREFIX = "ovn4nfv_base_"
 ROLE_BASELINE_NETWORK = "baseline-network"
 
 # --------------------------------------------------------------------------
+# The watchers' leadership (issue 38): the term the leading watcher took,
+# kept in the one NB_Global row, and the comment of its transactions
+# --------------------------------------------------------------------------
+
+# a whole number, advanced by each watcher that takes over; every NB
+# transaction of the leader waits on it being its own (ovsdb/fence.py)
+K_TERM = "ovn4nfv-term"
+# the identity (the Lease's holderIdentity) of the watcher that took it
+K_TERM_HOLDER = "ovn4nfv-term-holder"
+# the comment of every transaction a watcher commits, then
+# "<term> holder=<identity>": ovsdb-tool show-log names who wrote each
+TERM_COMMENT = "ovn4nfv-watcher term="
+
+# --------------------------------------------------------------------------
 # Names outside the databases: CNI configurations, the node, the API, files
 # --------------------------------------------------------------------------
 
@@ -416,6 +430,14 @@ CONTRACT = {
     "ROLE_BASELINE_NETWORK": (KIND_VALUE, "ROLE on the ACLs of a network a baseline rule guards: its conntrack "
                               "anchor, its neighbour discovery holes (beside NETWORK_KEY)",
                               "the network_policy module (cluster/baseline.py)", "cluster/baseline.py, the audit"),
+    "K_TERM": (KIND_KEY, "NB_Global (the leading watcher's term)", "the watcher (ovsdb/fence.py, at takeover)",
+               "ovsdb/fence.py (every watcher transaction waits on it), operators (ovn-nbctl get NB_Global . "
+               "external_ids)"),
+    "K_TERM_HOLDER": (KIND_KEY, "NB_Global (who took the term: the Lease's holder)",
+                      "the watcher (ovsdb/fence.py, at takeover)", "ovsdb/fence.py, operators"),
+    "TERM_COMMENT": (KIND_PREFIX, "the comment of every NB transaction a watcher commits, then its term and "
+                     "identity", "the watcher (ovsdb/fence.py)", "operators (ovsdb-tool show-log -m), the tests' "
+                     "history reader"),
     "VIRTUAL_NETWORK_SCOPE": (KIND_NAME, "a MultiNetworkPolicy's k8s.v1.cni.cncf.io/policy-for annotation, "
                               "as <scope>/<network>", "tenants (their policies)",
                               "cluster/policy_model.py (parse_policy_for)"),

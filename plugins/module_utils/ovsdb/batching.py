@@ -26,7 +26,7 @@ __metaclass__ = type
 
 import threading
 
-from ..common.errors import Ovn4nfvError
+from ..common.errors import Fenced, Ovn4nfvError
 from .execution import execute
 from .operations import apply_ops
 from .view import View
@@ -89,6 +89,13 @@ class Committer:
                 batch, self.waiting = self.waiting[:self.limit], self.waiting[self.limit:]
             try:
                 self._round(batch)
+            except Fenced as exc:
+                # the NB refused this process's term: no plan of the round
+                # may be committed alone either
+                for request in batch:
+                    if not request.done.is_set():
+                        request.error = exc
+                        request.done.set()
             except Ovn4nfvError:
                 # the server refused the whole: each alone, so that only the faulty one fails
                 for request in batch:

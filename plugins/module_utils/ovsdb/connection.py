@@ -414,17 +414,24 @@ class Database:
     ``tables`` names the tables to monitor; nothing else is fetched.
     ``where`` (``{table: [clause, ...]}``, any of which may match, as OVSDB's
     conditional monitoring takes them) narrows a table to the rows a caller
-    needs from the first update on. The connection is made in
-    the constructor and fails within ``timeout`` seconds with
+    needs from the first update on; ``columns`` (``{table: [column, ...]}``)
+    monitors only those columns of a table. ``probe_ms`` is the inactivity
+    probe: a connection whose server went silent (a host lost power sends
+    no reset) is dropped after about twice that, and the IDL moves on (to
+    the next RAFT member). ``fence`` (:class:`.fence.Fence`, settable later)
+    makes every transaction conditional on its term. The connection is
+    made in the constructor and fails within ``timeout`` seconds with
     :class:`DatabaseUnreachable`, naming the remote.
     """
 
     def __init__(self, remote, schema_name, tables, timeout=DEFAULT_TIMEOUT, tls=None,
-                 field="db", where=None):
+                 field="db", where=None, columns=None, probe_ms=None, fence=None):
         self.remote = remote
         self.schema_name = schema_name
         self.timeout = timeout
-        tables = tuple(dict.fromkeys(tables))    # each once, in order, however many parts name it
+        self.fence = fence
+        columns = columns or {}
+        tables = tuple(dict.fromkeys(tuple(tables) + tuple(sorted(columns))))   # each once, in order
         parts = parse_remote(remote, field)
         tls = tls or TLS()
         tls.validate(parts)
@@ -437,11 +444,14 @@ class Database:
             raise DatabaseUnreachable("the %s database at %s has no table %s" % (
                 schema_name, remote, ", ".join(missing)))
         for table in tables:
-            helper.register_table(table)
+            if table in columns:
+                helper.register_columns(table, columns[table])
+            else:
+                helper.register_table(table)
         # With several remotes of a RAFT cluster, talk to the leader. With
         # one, talk to that server whatever its role: a follower forwards
         # writes to the leader, and there is no other server to move to.
-        self.idl = _Idl(",".join(parts), helper, leader_only=len(parts) > 1)
+        self.idl = _Idl(",".join(parts), helper, leader_only=len(parts) > 1, probe_interval=probe_ms)
         for table, condition in sorted((where or {}).items()):
             self.idl.cond_change(table, condition)     # sent with the first monitor request
         remaining = max(deadline - time.monotonic(), 0.1)
@@ -469,12 +479,17 @@ class Database:
         with self._connection.lock:
             return function(self.idl)
 
-    def transact(self, function):
+    def transact(self, function, fenced=True):
         """Run ``function(idl, txn)`` inside one transaction and commit it.
 
         The function may be called more than once: ovsdbapp repeats it when
-        the server says the cache was stale. Returns its last result.
+        the server says the cache was stale. Returns its last result. With a
+        fence, the transaction commits only under its term (raises
+        :class:`~..common.errors.Fenced`); ``fenced=False`` is for the one
+        transaction that takes the term.
         """
+        if self.fence is not None and fenced:
+            function = self.fence.guarded(function)
         txn = Transaction(self, self._connection, timeout=self.timeout, check_error=True, log_errors=False)
         command = txn.add(FunctionCommand(self, function))
         try:
@@ -485,6 +500,11 @@ class Database:
         except RuntimeError as exc:
             raise TransactionFailed("%s refused the transaction: %s" % (self.remote, exc))
         return command.result
+
+    def healthy(self):
+        """Whether the connection is up and the cache follows the server
+        (python-ovs's monitoring state), read without taking the lock."""
+        return self.idl.state == ovs_idl.Idl.IDL_S_MONITORING and self.idl._session.is_connected()
 
     def narrowed(self, table):
         return table in self.idl.tables and self.idl.tables[table].condition_state.latest != [True]
