@@ -36,12 +36,20 @@ def test_image(release):
     return host.build_image("localhost/ovn4nfv-coretest:" + release, CONTAINERFILE, release, salt=salt)
 
 
+def in_container(image, purpose):
+    """The command that runs what follows it in a container of ``image``
+    (labelled ``purpose``): no network but its own loopback, the working
+    tree mounted read-only as its working directory (``benchmarks/watcher.py``
+    runs its Debian 13 leg so too)."""
+    return ["podman", "run", "--rm", "--privileged", "--network", "none", "--label", host.LABEL + "=" + purpose,
+            "-v", "%s:/src:ro" % host.ROOT, "-w", "/src", "-e", "PYTHONDONTWRITEBYTECODE=1", image]
+
+
 def core_tests(release, paths=PATHS):
     """pytest in a container of :func:`test_image`; its exit code."""
     image = test_image(release)
-    argv = ["podman", "run", "--rm", "--privileged", "--network", "none", "--label", host.LABEL + "=core-tests",
-            "-v", "%s:/src:ro" % host.ROOT, "-w", "/src", "-e", "PYTHONDONTWRITEBYTECODE=1", image,
-            "python3", "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile"]
+    argv = in_container(image, "core-tests") + [
+        "python3", "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile"]
     argv += list(paths)
     for ignored in IGNORED:
         argv += ["--ignore", ignored]

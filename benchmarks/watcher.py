@@ -17,14 +17,32 @@ host itself was slower for that run. One run of 254 pods/s here had the
 stand-in at 0.45 s against 0.30-0.34 s, and every other process about 40%
 up with it, at the same code as runs of 330-377.
 
-Last line: ``pods=500 pods_per_s=<x> p50_ms=<y> p99_ms=<z> steady_p99_ms=<w>``
+Two legs, one after the other (never at once: they would share the cores):
+``--legs debian12,debian13`` (the default). The leg of this machine's own
+Debian runs here, on its OVN and Python (the venv's, on Debian 12: OVN
+23.03, OVS 3.1, Python 3.11); the other runs this same module in a
+container of the core-test image of its release (``.ci/core_tests.py``'s
+``test_image``; Debian 13: OVN 25.03, whose ovn-northd handles port changes
+incrementally, OVS 3.5, Python 3.13), with no network but its loopback and
+the working tree mounted read-only, as the core's tests run there. The
+container's processes share this machine's cores and kernel; the CPU line
+of each leg names the versions it ran on.
+
+Each leg's last line: ``debian<N>: pods=500 pods_per_s=<x> p50_ms=<y>
+p99_ms=<z> steady_p99_ms=<w>``
 """
 
+import argparse
+import importlib.util
 import json
 import os
+import platform
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
+import traceback
 
 from benchmarks.common import Ansible, cpu_seconds, percentile
 
@@ -32,6 +50,9 @@ PODS = 500
 STEADY_RATE, STEADY_SECONDS = 50, 20
 NETWORKS = [{"name": "dyn", "subnet": "10.100.0.0/16"}, {"name": "static", "subnet": "10.101.0.0/16"},
             {"name": "default-net", "subnet": "10.240.0.0/16"}]
+# each leg and the Debian release whose packages it runs on
+LEGS = {"debian12": "bookworm", "debian13": "trixie"}
+CORE_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".ci", "core_tests.py")
 
 
 def create(api, index):
@@ -42,7 +63,80 @@ def create(api, index):
     return ("bench", "pod%d" % index)
 
 
-def main():
+def os_release():
+    with open("/etc/os-release") as handle:
+        return dict((k, v.strip('"')) for k, v in (line.rstrip("\n").split("=", 1) for line in handle if "=" in line))
+
+
+def this_leg():
+    """The leg this machine (or container) is: its Debian release."""
+    codename = os_release().get("VERSION_CODENAME")
+    return dict((release, leg) for leg, release in LEGS.items()).get(codename, "debian?")
+
+
+def versions():
+    """``OVN x, OVS y, Python z``: what this leg runs on."""
+    def version(program):
+        try:
+            out = subprocess.run([program, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 universal_newlines=True, timeout=30, check=False).stdout
+        except OSError:
+            return "?"
+        # "ovn-northd 25.03.0", "ovsdb-server (Open vSwitch) 3.5.0"
+        words = out.splitlines()[0].split() if out.strip() else ["?"]
+        return words[-1]
+    return "OVN %s, OVS %s, Python %s" % (version("ovn-northd"), version("ovsdb-server"),
+                                          platform.python_version())
+
+
+def core_tests():
+    """``.ci/core_tests.py``, the CI job that runs the core in the
+    core-test image, as a module: its image and its container."""
+    spec = importlib.util.spec_from_file_location("core_tests", CORE_TESTS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def in_container(leg):
+    """This benchmark's ``leg`` in a container of its release's core-test
+    image, its output passed through; its exit code."""
+    ci = core_tests()
+    ci.host.install_host_packages()
+    image = ci.test_image(LEGS[leg])
+    print("%s: in a container of %s" % (leg, image), flush=True)
+    argv = ci.in_container(image, "bench-watcher") + ["python3", "-m", "benchmarks.watcher", "--legs", leg]
+    return subprocess.run(argv, check=False, timeout=3600).returncode
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--legs", default=",".join(sorted(LEGS)),
+                        help="the legs, in order, comma-separated, of %s (default: %%(default)s)" % ", ".join(
+                            sorted(LEGS)))
+    args = parser.parse_args(argv)
+    legs = [leg for leg in args.legs.split(",") if leg]
+    unknown = [leg for leg in legs if leg not in LEGS]
+    if unknown or not legs:
+        parser.error("unknown legs %s: choose among %s" % (", ".join(unknown), ", ".join(sorted(LEGS))))
+    here, failed = this_leg(), []
+    for leg in legs:
+        if leg == here:
+            print("%s: here, on %s" % (leg, os_release().get("PRETTY_NAME", "?")), flush=True)
+            try:
+                measure(leg)
+            except Exception:       # said, and the next leg still runs
+                traceback.print_exc()
+                failed.append(leg)
+        elif in_container(leg) != 0:
+            failed.append(leg)
+        sys.stdout.flush()
+    if failed:
+        raise SystemExit("legs that failed: %s" % ", ".join(failed))
+
+
+def measure(leg):
+    """One leg: the benchmark on this machine's OVN and Python."""
     ansible = Ansible()      # only for its collection path
     collections = ansible.collections
     from tests.harness.watcher_env import Cluster
@@ -84,16 +178,17 @@ def main():
     print("pods: %d with 2 interfaces (1 address chosen, 1 static), %d workers (the default)" % (PODS, workers))
     print("baseline, one pod alone on the idle watcher: %.0f ms" % latencies(alone)[0])
     print("burst, all created at once: a pod's latency is mostly its wait in the queue")
-    print("CPU s during the burst (%.2f s; this host has %d cores): %s, API stand-in and benchmark %.2f, "
+    ran_on = versions()
+    print("CPU s during the burst (%s; %.2f s; this host has %d cores): %s, API stand-in and benchmark %.2f, "
           "anything else on the host %.2f" % (
-              span, os.cpu_count(), ", ".join("%s %.2f" % (k, v) for k, v in sorted(cpu.items())
-                                              if k not in ("this", "host")),
+              ran_on, span, os.cpu_count(), ", ".join("%s %.2f" % (k, v) for k, v in sorted(cpu.items())
+                                                      if k not in ("this", "host")),
               cpu["this"], max(0.0, cpu["host"] - sum(v for k, v in cpu.items() if k != "host"))))
     print("steady: %d pods/s for %d s, p50 %.0f ms, p99 %.0f ms" % (
         STEADY_RATE, STEADY_SECONDS, percentile(steady_ms, 0.5), percentile(steady_ms, 0.99)))
     print("anchors: Kube-OVN ~19 pods/s; ovn-kubernetes P99 pod-ready ~3000 ms")
-    print("pods=%d pods_per_s=%.1f p50_ms=%.0f p99_ms=%.0f steady_p99_ms=%.0f" % (
-        PODS, PODS / span, percentile(burst_ms, 0.5), percentile(burst_ms, 0.99), percentile(steady_ms, 0.99)))
+    print("%s: pods=%d pods_per_s=%.1f p50_ms=%.0f p99_ms=%.0f steady_p99_ms=%.0f" % (
+        leg, PODS, PODS / span, percentile(burst_ms, 0.5), percentile(burst_ms, 0.99), percentile(steady_ms, 0.99)))
 
 
 if __name__ == "__main__":
