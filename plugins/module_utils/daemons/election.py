@@ -167,11 +167,12 @@ class Elector(threading.Thread):
         The caller has stopped the work the lease protects first. Returns
         whether a release was written; ``on_lost`` is not called."""
         with self._lock:
-            held = self._leading and self._ended is None
             if self._ended is None:
                 self._ended = "released"
         self._stop_loop()
-        return self._write_release() if held else False
+        # whether it leads is read from the Lease itself, after the loop has
+        # stopped: a try in flight may have just won it
+        return self._write_release() if self.ident is not None else False
 
     # -- the loop ----------------------------------------------------------------
     def run(self):

@@ -179,5 +179,3 @@ def acting_until(sent, timing):
 def micro_time(wall):
     """A Kubernetes MicroTime: UTC, microseconds, ``Z``."""
     return wall.astimezone(UTC).strftime(MICRO_TIME)
-
-
