@@ -6,6 +6,7 @@ validation, generation)."""
 
 import json
 import ssl
+import threading
 import urllib.error
 import urllib.request
 
@@ -44,14 +45,14 @@ def test_list_watch_patch(api):
     writer.patch(client.V1ObjectMeta(name="a", namespace="default"), {"metadata": {"annotations": {"x": "1"}}})
     writer.patch(client.V1ObjectMeta(name="a", namespace="default"), {"metadata": {"annotations": {"y": "2"}}})
     assert server.pod("default", "a")["metadata"]["annotations"] == {"ovnNetwork": "[]", "x": "1", "y": "2"}
-    # a JSON patch (what Debian 13's client sends for a dict by itself) is refused
+    # a JSON patch whose body is an object (what Debian 13's client sends for a dict by itself) is refused
     request = urllib.request.Request(server.url + "/api/v1/namespaces/default/pods/a", method="PATCH",
                                      data=b'{"metadata": {}}', headers={
                                          "Content-Type": "application/json-patch+json",
                                          "Authorization": "Bearer " + server.admin_token})
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(request, timeout=10, context=ssl.create_default_context(cafile=server.ca_file))
-    assert err.value.code == 415
+    assert err.value.code == 400 and json.loads(err.value.read())["reason"] == "BadRequest"
 
 
 def test_watch_from_a_compacted_version_is_gone(api):
@@ -437,3 +438,206 @@ def test_policies_and_namespaces_are_authorized_by_resource(tmp_path):
             ("watch", "", "namespaces"), ("create", "", "namespaces")]
     finally:
         server.stop()
+
+
+# -- Leases, held requests, JSON Patch -------------------------------------------
+
+def _call(server, method, path, body, content_type="application/json", token=None):
+    """One request over HTTPS with the admin's token (or ``token``): its
+    status and JSON answer."""
+    request = urllib.request.Request(server.url + path, method=method, data=json.dumps(body).encode(), headers={
+        "Content-Type": content_type, "Authorization": "Bearer " + (token or server.admin_token)})
+    context = ssl.create_default_context(cafile=server.ca_file)
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+
+
+def _lease(name, holder, **spec):
+    return client.V1Lease(metadata=client.V1ObjectMeta(name=name), spec=client.V1LeaseSpec(
+        holder_identity=holder, lease_duration_seconds=spec.pop("duration", 2), **spec))
+
+
+def test_leases_are_served_as_kube_apiserver_serves_them(api):
+    """coordination.k8s.io/v1 leases through the official client: get (404
+    when absent), create (201, 409), replace (200; 409 on a stale
+    resourceVersion; unconditional without one; 404 when absent), list,
+    delete (a Status); 422 for a duration below 1 s, 400 for a field of the
+    wrong type; MicroTimes written back with microseconds and Z."""
+    server, core = api
+    leases = client.CoordinationV1Api(core.api_client)
+    with pytest.raises(ApiException) as err:
+        leases.read_namespaced_lease("w", "kube-system")
+    assert err.value.status == 404 and json.loads(err.value.body)["reason"] == "NotFound"
+    code, made = _call(server, "POST", LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                                "metadata": {"name": "w"}, "spec": {
+                                                    "holderIdentity": "a", "leaseDurationSeconds": 2,
+                                                    "renewTime": "2026-01-02T03:04:05.5+01:00", "nosuch": 1}})
+    assert code == 201, made
+    assert made["metadata"]["uid"] and made["metadata"]["resourceVersion"] and made["metadata"]["namespace"] == \
+        "kube-system"
+    assert made["spec"] == {"holderIdentity": "a", "leaseDurationSeconds": 2,
+                            "renewTime": "2026-01-02T02:04:05.500000Z"}, "normalised, the unknown field dropped"
+    assert server.lease("kube-system", "w") == made and server.lease("kube-system", "nosuch") is None
+    with pytest.raises(ApiException) as err:
+        leases.create_namespaced_lease("kube-system", _lease("w", "b"))
+    assert err.value.status == 409 and json.loads(err.value.body)["reason"] == "AlreadyExists"
+    read = leases.read_namespaced_lease("w", "kube-system")
+    assert (read.spec.holder_identity, read.metadata.resource_version) == ("a", made["metadata"]["resourceVersion"])
+    read.spec.holder_identity = "b"
+    renewed = leases.replace_namespaced_lease("w", "kube-system", read)
+    assert renewed.spec.holder_identity == "b"
+    assert int(renewed.metadata.resource_version) > int(made["metadata"]["resourceVersion"])
+    read.spec.holder_identity = "c"        # still the first version: a lost race
+    with pytest.raises(ApiException) as err:
+        leases.replace_namespaced_lease("w", "kube-system", read)
+    assert err.value.status == 409 and json.loads(err.value.body)["reason"] == "Conflict"
+    assert server.lease("kube-system", "w")["spec"]["holderIdentity"] == "b"
+    code, forced = _call(server, "PUT", LEASES + "/w", {"metadata": {"name": "w"}, "spec": {"holderIdentity": "c"}})
+    assert (code, forced["spec"]) == (200, {"holderIdentity": "c"}), "no resourceVersion: unconditional"
+    code, same = _call(server, "PUT", LEASES + "/w", {"metadata": {"name": "w"}, "spec": {"holderIdentity": "c"}})
+    assert (code, same["metadata"]["resourceVersion"]) == (200, forced["metadata"]["resourceVersion"]), \
+        "a write that changes nothing makes no new version"
+    with pytest.raises(ApiException) as err:
+        leases.replace_namespaced_lease("x", "kube-system", _lease("x", "a"))
+    assert err.value.status == 404, "an update creates no Lease"
+    assert _call(server, "PUT", LEASES + "/w", {"metadata": {"name": "v"}})[0] == 400
+    for spec, code, field in (({"leaseDurationSeconds": 0}, 422, "spec.leaseDurationSeconds"),
+                              ({"leaseTransitions": -1}, 422, "spec.leaseTransitions"),
+                              ({"leaseDurationSeconds": "6"}, 400, "leaseDurationSeconds"),
+                              ({"renewTime": "yesterday"}, 400, "renewTime")):
+        for method, path in (("POST", LEASES), ("PUT", LEASES + "/w")):
+            answer = _call(server, method, path, {"metadata": {"name": "w" if method == "PUT" else "new"},
+                                                  "spec": spec})
+            assert answer[0] == code and field in answer[1]["message"], answer
+            if code == 422:
+                assert answer[1]["reason"] == "Invalid" and answer[1]["details"]["causes"][0]["field"] == field
+    assert server.lease("kube-system", "new") is None
+    server.set_lease("kube-system", "other", {"holderIdentity": "z"})
+    assert [lease.metadata.name for lease in leases.list_namespaced_lease("kube-system").items] == ["other", "w"]
+    code, status = _call(server, "DELETE", LEASES + "/w", {})
+    assert (code, status["kind"], status["status"], status["details"]["kind"]) == (200, "Status", "Success", "leases")
+    assert server.lease("kube-system", "w") is None
+    with pytest.raises(ApiException) as err:
+        leases.delete_namespaced_lease("w", "kube-system")
+    assert err.value.status == 404
+
+
+def test_leases_are_authorized_by_resource_name(tmp_path):
+    """A Role that grants create on leases and get and update on one named
+    lease: creating any lease is allowed, reading or writing another is
+    not, nor listing them."""
+    assert request_attributes("PUT", LEASES + "/w", {}) == ("update", "coordination.k8s.io", "leases",
+                                                            "kube-system", "w")
+    server = KubeAPIStandIn(rbac=())
+    try:
+        server.apply({"kind": "List", "items": [
+            {"kind": "Role", "metadata": {"name": "elect", "namespace": "kube-system"}, "rules": [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"],
+                 "resourceNames": ["w"]}]},
+            {"kind": "RoleBinding", "metadata": {"name": "elect", "namespace": "kube-system"},
+             "roleRef": {"kind": "Role", "name": "elect"},
+             "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "kube-system"}]}]})
+        leases = client.CoordinationV1Api(config.new_client_from_config(
+            server.kubeconfig(str(tmp_path / "kc"), "kube-system/sa")))
+        for name in ("w", "x"):
+            leases.create_namespaced_lease("kube-system", _lease(name, "a"))
+        read = leases.read_namespaced_lease("w", "kube-system")
+        read.spec.holder_identity = "b"
+        assert leases.replace_namespaced_lease("w", "kube-system", read).spec.holder_identity == "b"
+        for attempt in (lambda: leases.read_namespaced_lease("x", "kube-system"),
+                        lambda: leases.replace_namespaced_lease("x", "kube-system", _lease("x", "b")),
+                        lambda: leases.list_namespaced_lease("kube-system"),
+                        lambda: leases.delete_namespaced_lease("w", "kube-system"),
+                        lambda: leases.create_namespaced_lease("default", _lease("w", "a"))):
+            with pytest.raises(ApiException) as err:
+                attempt()
+            assert err.value.status == 403
+        assert [(d["verb"], d["namespace"], d["name"]) for d in server.denied] == [
+            ("get", "kube-system", "x"), ("update", "kube-system", "x"), ("list", "kube-system", None),
+            ("delete", "kube-system", "w"), ("create", "default", None)]
+    finally:
+        server.stop()
+
+
+def test_held_requests_stall_without_failing(api):
+    """hold_matching stalls the matching requests, answered in full once
+    the rule is cleared or their time is up; others pass meanwhile."""
+    server, core = api
+    leases = client.CoordinationV1Api(core.api_client)
+    server.set_lease("kube-system", "w", {"holderIdentity": "a"})
+    server.hold_matching("GET", "/leases/w", 60)
+    answers = []
+    reader = threading.Thread(target=lambda: answers.append(leases.read_namespaced_lease("w", "kube-system")))
+    reader.start()
+    try:
+        assert server.wait(lambda a: a.held == 1, 30)
+        assert leases.list_namespaced_lease("kube-system").items, "another request passes"
+        assert reader.is_alive() and not answers, "held, not answered"
+    finally:
+        server.hold_matching("GET", "/leases/w", 0)
+        reader.join(30)
+    assert [a.spec.holder_identity for a in answers] == ["a"]
+    server.hold_matching("PUT", "/leases/w", 0.2)
+    read = leases.read_namespaced_lease("w", "kube-system")
+    read.spec.holder_identity = "b"
+    assert leases.replace_namespaced_lease("w", "kube-system", read).spec.holder_identity == "b"
+    assert server.held == 2, "the PUT was held for its time, then served"
+
+
+JSON_PATCH = "application/json-patch+json"
+
+
+def test_pods_take_json_patches_all_or_nothing(api):
+    """RFC 6902 on pods: add, replace, remove and test, ~1 and ~0 escaped;
+    a failed test or a missing path is the server's 422 and changes
+    nothing; a body that is not a list of operations, or an unknown one, is
+    a 400; a patch of either kind that changes the UID is a 422."""
+    server, core = api
+    pod = server.create_pod("default", "a", {"k8s.v1.cni.cncf.io/networks": "n1", "a~b": "1"})
+    path, uid = "/api/v1/namespaces/default/pods/a", pod["metadata"]["uid"]
+    code, patched = _call(server, "PATCH", path, [
+        {"op": "test", "path": "/metadata/uid", "value": uid},
+        {"op": "test", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "n1"},
+        {"op": "test", "path": "/metadata/annotations/absent", "value": None},
+        {"op": "replace", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "n2"},
+        {"op": "add", "path": "/metadata/annotations/ovnIfaceList", "value": "[]"},
+        {"op": "remove", "path": "/metadata/annotations/a~0b"},
+        {"op": "add", "path": "/spec/containers/-", "value": {"name": "d"}},
+        {"op": "add", "path": "/spec/containers/0", "value": {"name": "b"}}], JSON_PATCH)
+    assert code == 200, patched
+    assert patched["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "n2", "ovnIfaceList": "[]"}
+    assert [c["name"] for c in patched["spec"]["containers"]] == ["b", "c", "d"]
+    assert server.pod("default", "a") == patched
+    for operations in ([{"op": "add", "path": "/metadata/annotations/x", "value": "1"},
+                        {"op": "test", "path": "/metadata/annotations/ovnIfaceList", "value": "[1]"}],
+                       [{"op": "remove", "path": "/metadata/annotations/nosuch"}],
+                       [{"op": "replace", "path": "/metadata/labels/nosuch", "value": "v"}],
+                       [{"op": "add", "path": "/metadata/nosuch/key", "value": "v"}],
+                       [{"op": "remove", "path": "/spec/containers/3"}]):
+        code, refused = _call(server, "PATCH", path, operations, JSON_PATCH)
+        assert code == 422 and refused["reason"] == "Invalid", refused
+        assert refused["message"] == "the server rejected our request due to an error in our request"
+        assert refused["details"]["causes"][0]["reason"] == "UnexpectedServerResponse"
+        assert server.pod("default", "a") == patched, "all or nothing"
+    assert "test failed" in _call(server, "PATCH", path, [
+        {"op": "test", "path": "/metadata/annotations/ovnIfaceList", "value": "[1]"}], JSON_PATCH)[1][
+            "details"]["causes"][0]["message"]
+    for body in ({"metadata": {}}, [{"op": "move", "from": "/a", "path": "/b"}], ["add"]):
+        assert _call(server, "PATCH", path, body, JSON_PATCH)[0] == 400, body
+    for body, content_type in (([{"op": "replace", "path": "/metadata/uid", "value": "other"}], JSON_PATCH),
+                               ({"metadata": {"uid": "other"}}, kube.MERGE_PATCH)):
+        code, refused = _call(server, "PATCH", path, body, content_type)
+        assert (code, refused["reason"]) == (422, "Invalid"), refused
+        assert refused["message"] == 'Pod "a" is invalid: metadata.uid: Invalid value: "other": field is immutable'
+    assert server.pod("default", "a") == patched
+    code, same = _call(server, "PATCH", path, {"metadata": {"uid": uid, "annotations": {"x": "1"}}}, kube.MERGE_PATCH)
+    assert code == 200 and same["metadata"]["uid"] == uid and same["metadata"]["annotations"]["x"] == "1"
+    code, same = _call(server, "PATCH", path, {"metadata": {"uid": None}}, kube.MERGE_PATCH)
+    assert code == 200 and same["metadata"]["uid"] == uid, "a patch that drops the UID keeps it"

@@ -3,11 +3,14 @@ API stand-in with RBAC enforced, each with its own service account's token
 and the manifest its role installs. The full manifests let every scenario
 finish without one refusal; taking away any one verb of any rule makes the
 component ask for it and be refused (so no rule is there for nothing); and
-anything a manifest does not grant is refused over HTTP."""
+anything a manifest does not grant is refused over HTTP. The watcher's
+leader election is proven the same way with its own Role: the elector
+creates, reads and renews the Lease, and is refused each without its verb."""
 
 import json
 import ssl
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -19,6 +22,9 @@ from tests.harness.kube_api_standin import NODE_AGENT, PRODUCT_RBAC, WATCHER, Ku
 from tests.harness.watcher_env import Cluster, ovn_network
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_render import policy_group
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons import settings
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.election import Elector, LeaseStore
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.lease import Timing
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 
 WATCHER_USER = service_account_user(WATCHER)[0]
@@ -30,19 +36,20 @@ def manifest(path):
         return yaml.safe_load(handle)
 
 
-def cluster_role(path):
-    return [d for d in manifest(path)["items"] if d["kind"] == "ClusterRole"][0]
+def role_in(path, kind="ClusterRole"):
+    """The first role of ``kind`` (ClusterRole or Role) in ``path``."""
+    return [d for d in manifest(path)["items"] if d["kind"] == kind][0]
 
 
-def verbs_of(path):
-    """Every (rule index, verb) of the ClusterRole in ``path``."""
-    return [(index, verb) for index, rule in enumerate(cluster_role(path)["rules"]) for verb in rule["verbs"]]
+def verbs_of(path, kind="ClusterRole"):
+    """Every (rule index, verb) of the ``kind`` role in ``path``."""
+    return [(index, verb) for index, rule in enumerate(role_in(path, kind)["rules"]) for verb in rule["verbs"]]
 
 
-def without(api, path, index, verb):
-    """Apply ``path``'s ClusterRole less ``verb`` of rule ``index``; return
-    what that verb was for: (verb, API group, resource)."""
-    role = cluster_role(path)
+def without(api, path, index, verb, kind="ClusterRole"):
+    """Apply ``path``'s ``kind`` role less ``verb`` of rule ``index``;
+    return what that verb was for: (verb, API group, resource)."""
+    role = role_in(path, kind)
     rule = role["rules"][index]
     rule["verbs"] = [v for v in rule["verbs"] if v != verb]
     api.apply(role)
@@ -106,6 +113,64 @@ def test_each_verb_the_watcher_is_granted_is_needed(watcher, index, verb):
         watcher.api.apply(manifest(PRODUCT_RBAC[0]))
 
 
+# -- the watchers' leader election ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def election(tmp_path_factory):
+    api = KubeAPIStandIn()
+    try:
+        yield api, api.kubeconfig(str(tmp_path_factory.mktemp("rbac-election") / "kc"), WATCHER)
+    finally:
+        api.stop()
+
+
+def election_scenario(api, kubeconfig, timeout=30):
+    """With no Lease, run an elector as the watcher until it has created
+    the Lease (create), read it and renewed it (get, update), or has been
+    refused; then release it. Returns whether it renewed."""
+    if api.lease("kube-system", "ovn4nfv-watcher") is not None:
+        api.delete_lease("kube-system", "ovn4nfv-watcher")
+    denied = len(api.denied)
+    store = LeaseStore(settings.kubernetes_api_client(kubeconfig))
+    elector = Elector(store, Timing(2, 1.5, 0.25), lambda: True, lambda: None, lambda reason: None)
+    first = []
+
+    def renewed(a):
+        lease = a.lease("kube-system", "ovn4nfv-watcher")
+        if lease is None or lease["spec"].get("holderIdentity") != elector.identity:
+            return False
+        first[:] = first or [lease["metadata"]["resourceVersion"]]
+        return lease["metadata"]["resourceVersion"] != first[0]
+    elector.start()
+    try:
+        api.wait(lambda a: len(a.denied) > denied or renewed(a), timeout)
+        return renewed(api)
+    finally:
+        elector.release()
+        store.close()
+
+
+def test_the_election_role_is_enough(election):
+    api, kubeconfig = election
+    api.apply(manifest(PRODUCT_RBAC[0]))
+    before, started = len(api.denied), time.monotonic()
+    assert election_scenario(api, kubeconfig), "the elector never renewed its Lease"
+    assert api.denied[before:] == []
+    assert api.lease("kube-system", "ovn4nfv-watcher")["spec"]["holderIdentity"] == "", "released"
+    print("rbac: election created and renewed in %.2f s" % (time.monotonic() - started))
+
+
+@pytest.mark.parametrize("index,verb", verbs_of(PRODUCT_RBAC[0], "Role"))
+def test_each_verb_the_election_is_granted_is_needed(election, index, verb):
+    api, kubeconfig = election
+    try:
+        what = without(api, PRODUCT_RBAC[0], index, verb, "Role")
+        assert not election_scenario(api, kubeconfig), "elected without %s" % (what,)
+        assert refused(api, WATCHER_USER, what), what
+    finally:
+        api.apply(manifest(PRODUCT_RBAC[0]))
+
+
 # -- the node agent -------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -166,7 +231,9 @@ RESOURCES = {("", "pods"): "/api/v1/namespaces/default/pods",
              ("k8s.cni.cncf.io", "network-attachment-definitions"):
                  "/apis/k8s.cni.cncf.io/v1/namespaces/default/network-attachment-definitions",
              ("k8s.cni.cncf.io", "multi-networkpolicies"):
-                 "/apis/k8s.cni.cncf.io/v1beta1/namespaces/default/multi-networkpolicies"}
+                 "/apis/k8s.cni.cncf.io/v1beta1/namespaces/default/multi-networkpolicies",
+             # in the election's namespace: any lease may be created there, only its own read and written
+             ("coordination.k8s.io", "leases"): "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"}
 VERBS = {"get": ("GET", "/x"), "list": ("GET", ""), "watch": ("GET", "?watch=true&timeoutSeconds=1"),
          "create": ("POST", ""), "update": ("PUT", "/x"), "patch": ("PATCH", "/x"), "delete": ("DELETE", "/x")}
 GRANTED = {WATCHER: {("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "patch"), ("", "events", "create"),
@@ -176,6 +243,7 @@ GRANTED = {WATCHER: {("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "
                      ("k8s.cni.cncf.io", "multi-networkpolicies", "list"),
                      ("k8s.cni.cncf.io", "multi-networkpolicies", "watch"),
                      ("", "namespaces", "list"), ("", "namespaces", "watch"),
+                     ("coordination.k8s.io", "leases", "create"),
                      ("", "nodes", "list")},     # ovn4nfv-audit's: network_audit with the watcher's kubeconfig
            NODE_AGENT: {("", "pods", "list"), ("", "pods", "watch")}}
 

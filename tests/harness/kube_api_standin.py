@@ -14,6 +14,13 @@ resources the watcher uses, and nothing more:
 * events: create, list;
 * pods' status: patch (``/pods/<name>/status``), as the kubelet reports
   readiness;
+* pods: JSON Patch too (RFC 6902, ``application/json-patch+json``: ``add``,
+  ``replace``, ``remove``, ``test``, with ``~1`` and ``~0`` escapes, applied
+  all or nothing); a failed ``test`` or an operation on a missing path is
+  kube-apiserver's 422 ("the server rejected our request due to an error in
+  our request", the reason in ``details.causes``), a body that is not a
+  list of operations a 400; a merge or JSON patch that would change
+  ``metadata.uid`` is refused (422, the field is immutable);
 * services: list, watch, get, create (the server's defaults: a clusterIP
   from 10.96.0.0/16, ``protocol: TCP``, ``targetPort`` = ``port``,
   ``sessionAffinity: None``, ClientIP's 10800 s timeout; and its
@@ -43,6 +50,15 @@ resources the watcher uses, and nothing more:
 * nodes (cluster-scoped): list, get, create (as each kubelet registers its
   node, with the ``kubernetes.io/hostname`` label and the node's
   addresses), delete;
+* leases (``coordination.k8s.io/v1``), as leader election uses them: get
+  (404 when absent), list, create (201; 409 AlreadyExists), replace
+  (``PUT``: 409 Conflict when the body's ``metadata.resourceVersion`` is
+  not the stored one, unconditional when it names none, 404 when there is
+  no such lease: a Lease is not created by an update), delete (a Status,
+  as for any kind whose registry does not return the deleted object);
+  422 for a ``spec.leaseDurationSeconds`` below 1, 400 for a field of the
+  wrong JSON type; the MicroTimes (``acquireTime``, ``renewTime``) kept as
+  the server writes them, with microseconds and ``Z``;
 * KubeVirt's virtualmachines and virtualmachineinstances
   (``kubevirt.io/v1``, CRDs): list (all namespaces or one), watch, get,
   create (201, 409), merge patch, delete -- which, as the API server's garbage collector does
@@ -62,7 +78,9 @@ Tests drive it in-process: :meth:`KubeAPIStandIn.create_pod`,
 the same pruning and validation as over HTTP) -- of these, a write that
 changes nothing makes no event, as with a real server --, :meth:`compact`
 (expire every older resourceVersion, ending open watches with a 410), :meth:`drop_watches` (end open watches
-without a word), :meth:`fail_next` (answer 500 for a while), :meth:`go_away`
+without a word), :meth:`fail_next` (answer 500 for a while), :meth:`fail_matching` (fail some requests),
+:meth:`hold_matching` (stall some requests, without failing them: a slow or hung API), :meth:`lease` and
+:meth:`set_lease` (read or write a Lease as another writer would), :meth:`go_away`
 and :meth:`come_back` (stop listening, then listen again on the same port).
 It listens on 127.0.0.1 unless told otherwise.
 
@@ -113,9 +131,10 @@ _EVENTS = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/events$")
 _NAMESPACE = re.compile(r"^/api/v1(?P<ns>)/namespaces(?:/(?P<name>[^/]+))?$")     # cluster-scoped
 _POD_STATUS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/status$")
 _SERVICE = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/services(?:/(?P<name>[^/]+))?$")
+_LEASE = re.compile(r"^/apis/coordination.k8s.io/v1(?:/namespaces/(?P<ns>[^/]+))?/leases(?:/(?P<name>[^/]+))?$")
 _SLICE = re.compile(r"^/apis/discovery.k8s.io/v1(?:/namespaces/(?P<ns>[^/]+))?"
                     r"/endpointslices(?:/(?P<name>[^/]+))?$")
-API_VERSIONS = {"EndpointSlice": "discovery.k8s.io/v1",
+API_VERSIONS = {"EndpointSlice": "discovery.k8s.io/v1", "Lease": "coordination.k8s.io/v1",
                 "NetworkAttachmentDefinition": "k8s.cni.cncf.io/v1",
                 "MultiNetworkPolicy": "k8s.cni.cncf.io/v1beta1",
                 "VirtualMachine": "kubevirt.io/v1", "VirtualMachineInstance": "kubevirt.io/v1"}
@@ -134,7 +153,7 @@ _VMI = re.compile(r"^/apis/kubevirt.io/v1(?:/namespaces/(?P<ns>[^/]+))?/virtualm
                   r"(?:/(?P<name>[^/]+))?(?P<status>/status)?$")
 # What a 404 names, as the real server does: the resource (and its group).
 _RESOURCE_NAMES = {"Pod": "pods", "Service": "services", "Node": "nodes", "Namespace": "namespaces",
-                   "EndpointSlice": "endpointslices.discovery.k8s.io",
+                   "EndpointSlice": "endpointslices.discovery.k8s.io", "Lease": "leases.coordination.k8s.io",
                    "NetworkAttachmentDefinition": "network-attachment-definitions.k8s.cni.cncf.io",
                    "MultiNetworkPolicy": "multi-networkpolicies.k8s.cni.cncf.io",
                    "VirtualMachine": "virtualmachines.kubevirt.io",
@@ -296,6 +315,153 @@ class Conflict(Exception):
     """A 409 Conflict: a write made against an older resourceVersion."""
 
 
+class Malformed(ValueError):
+    """A 400 BadRequest: a body the server cannot decode into its kind (a
+    field of the wrong JSON type, a JSON Patch that is not a list of
+    operations), worded as Go's decoder words it."""
+
+
+class PatchFailed(ValueError):
+    """A JSON Patch that does not apply (a failed ``test``, a missing path):
+    kube-apiserver's 422, which names no field and carries the patch
+    library's reason as a cause."""
+
+    def status(self):
+        return _status(422, "Invalid", "the server rejected our request due to an error in our request",
+                       details={"causes": [{"reason": "UnexpectedServerResponse", "message": str(self)}]})
+
+
+def _pointer(path):
+    """RFC 6901: the reference tokens of a JSON pointer, ``~1`` read as
+    ``/`` and then ``~0`` as ``~`` (in that order, as the RFC says)."""
+    if not isinstance(path, str) or (path and not path.startswith("/")):
+        raise Malformed("invalid JSON pointer: %r" % (path,))
+    return [t.replace("~1", "/").replace("~0", "~") for t in path.split("/")[1:]]
+
+
+def _index(array, token, path, size):
+    """An array index of a JSON Patch, within ``0..size-1`` (``size`` is
+    one more for ``add``, which may insert at the end)."""
+    if not re.match(r"^(0|[1-9][0-9]*)$", token) or int(token) >= size:
+        raise PatchFailed("doc is missing path: \"%s\": missing value" % path)
+    return int(token)
+
+
+def _child(parent, token, path):
+    if isinstance(parent, dict) and token in parent:
+        return parent[token]
+    if isinstance(parent, list):
+        return parent[_index(parent, token, path, len(parent))]
+    raise PatchFailed("doc is missing path: \"%s\": missing value" % path)
+
+
+def _canonical(value):
+    return json.dumps(value, sort_keys=True)
+
+
+def json_patch(doc, operations):
+    """``doc`` patched by an RFC 6902 JSON Patch of ``add``, ``remove``,
+    ``replace`` and ``test`` operations, applied in order to a copy: all of
+    them or none (:class:`PatchFailed`, :class:`Malformed`), as
+    kube-apiserver applies one. A ``test`` of a missing member for null
+    passes, as in the patch library the server uses."""
+    if not isinstance(operations, list):
+        raise Malformed("json: cannot unmarshal %s into Go value of type jsonpatch.Patch" % _json_type(operations))
+    doc = copy.deepcopy(doc)
+    for operation in operations:
+        if not isinstance(operation, dict):
+            raise Malformed("json: cannot unmarshal %s into Go value of type jsonpatch.Operation"
+                            % _json_type(operation))
+        kind, path = operation.get("op"), operation.get("path")
+        if kind not in ("add", "remove", "replace", "test"):
+            raise Malformed("Unexpected kind: %s" % kind)
+        tokens = _pointer(path)
+        value = copy.deepcopy(operation.get("value"))
+        if not tokens:
+            if kind == "remove":
+                raise PatchFailed("remove operation does not apply: the whole document")
+            if kind == "test" and _canonical(doc) != _canonical(value):
+                raise PatchFailed("testing value %s failed: test failed" % path)
+            doc = doc if kind == "test" else value
+            continue
+        parent = doc
+        for token in tokens[:-1]:
+            parent = _child(parent, token, path)
+        last = tokens[-1]
+        if kind == "test":
+            present = (isinstance(parent, dict) and last in parent) or isinstance(parent, list)
+            actual = _child(parent, last, path) if present else None
+            if _canonical(actual) != _canonical(value):
+                raise PatchFailed("testing value %s failed: test failed" % path)
+        elif isinstance(parent, dict):
+            if kind != "add" and last not in parent:
+                raise PatchFailed("%s operation does not apply: doc is missing key: %s: missing value" % (kind, path))
+            if kind == "remove":
+                del parent[last]
+            else:
+                parent[last] = value
+        elif isinstance(parent, list):
+            if kind == "add":
+                parent.insert(len(parent) if last == "-" else _index(parent, last, path, len(parent) + 1), value)
+            elif kind == "remove":
+                del parent[_index(parent, last, path, len(parent))]
+            else:
+                parent[_index(parent, last, path, len(parent))] = value
+        else:
+            raise PatchFailed("%s operation does not apply: doc is missing path: \"%s\": missing value" % (kind, path))
+    return doc
+
+
+# LeaseSpec's fields (coordination.k8s.io/v1), as JSON types; a field the
+# kind does not have is dropped, as the server's decoder drops it.
+_LEASE_FIELDS = {"holderIdentity": "string", "leaseDurationSeconds": "integer", "acquireTime": "string",
+                 "renewTime": "string", "leaseTransitions": "integer", "preferredHolder": "string",
+                 "strategy": "string"}
+
+
+def _micro_time(value, field):
+    """A MicroTime as the server writes it back: UTC, six decimals, ``Z``."""
+    try:
+        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise Malformed('parsing time "%s" as "2006-01-02T15:04:05.000000Z07:00": cannot parse (spec.%s)'
+                        % (value, field))
+    if moment.tzinfo is None:
+        raise Malformed('parsing time "%s": no time zone (spec.%s)' % (value, field))
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease_spec(name, spec):
+    """A Lease's spec as the server stores it, or :class:`Malformed` (400:
+    a field of the wrong JSON type, an unreadable time) or :class:`Invalid`
+    (422: a duration below 1 s, negative transitions), as kube-apiserver's
+    decoder and ``ValidateLeaseSpec`` refuse them."""
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        raise Malformed("json: cannot unmarshal %s into Go struct field Lease.spec of type v1.LeaseSpec"
+                        % _json_type(spec))
+    out = {}
+    for field, value in spec.items():
+        wanted = _LEASE_FIELDS.get(field)
+        if wanted is None or value is None:
+            continue
+        if _json_type(value) != wanted:
+            raise Malformed("json: cannot unmarshal %s into Go struct field LeaseSpec.spec.%s of type %s" % (
+                _json_type(value), field, "int32" if wanted == "integer" else "string"))
+        out[field] = _micro_time(value, field) if field in ("acquireTime", "renewTime") else value
+    causes = []
+    if out.get("leaseDurationSeconds", 1) < 1:
+        causes.append(("spec.leaseDurationSeconds", "FieldValueInvalid",
+                       "Invalid value: %d: must be greater than 0" % out["leaseDurationSeconds"]))
+    if out.get("leaseTransitions", 0) < 0:
+        causes.append(("spec.leaseTransitions", "FieldValueInvalid",
+                       "Invalid value: %d: must be greater than or equal to 0" % out["leaseTransitions"]))
+    if causes:
+        raise Invalid("Lease.coordination.k8s.io", name, causes)
+    return out
+
+
 class StrictlyUnknown(ValueError):
     """A 400 for unknown fields under ``fieldValidation=Strict``."""
 
@@ -402,12 +568,15 @@ class KubeAPIStandIn:
         self.policies = {}           # (ns, name) -> MultiNetworkPolicy
         self.vms = {}                # (ns, name) -> VirtualMachine (kubevirt.io/v1)
         self.vmis = {}               # (ns, name) -> VirtualMachineInstance
+        self.leases = {}             # (ns, name) -> Lease (coordination.k8s.io/v1)
         self.next_cluster_ip = 10
         self.events = []
         self.history = []            # (rv, event type, object) for watches
         self.failures = 0
         self.targeted = {}          # (method, path suffix) -> (count, code)
         self.targeted_failed = 0
+        self.holds = {}              # (method, path suffix) -> seconds each matching request is held
+        self.held = 0                # requests held so far
         self.watches = 0             # watch requests served so far
         self.requests = 0
         self.dropped = 0             # bumped to end open watches
@@ -784,7 +953,8 @@ class KubeAPIStandIn:
             namespace["status"]["phase"] = "Terminating"
             self._bump("MODIFIED", namespace)
             terminating = copy.deepcopy(namespace)
-            for store in (self.pods, self.services, self.slices, self.nads, self.policies, self.vms, self.vmis):
+            for store in (self.pods, self.services, self.slices, self.nads, self.policies, self.vms, self.vmis,
+                          self.leases):
                 for key in sorted(k for k in store if k[0] == name):
                     self._bump("DELETED", store.pop(key))
             del self.namespace_objects[(None, name)]
@@ -949,6 +1119,72 @@ class KubeAPIStandIn:
                     self._bump("DELETED", obj)
                     self._collect(namespace, obj["metadata"]["uid"])
 
+    # -- Leases (coordination.k8s.io/v1) ---------------------------------------
+    def lease(self, namespace, name):
+        """The Lease as stored (a copy), or None."""
+        with self.lock:
+            lease = self.leases.get((namespace, name))
+            return copy.deepcopy(lease) if lease else None
+
+    @staticmethod
+    def _lease(namespace, name, body, old=None):
+        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        lease = {"apiVersion": API_VERSIONS["Lease"], "kind": "Lease",
+                 "metadata": dict(_client_meta(meta), name=name, namespace=namespace),
+                 "spec": lease_spec(name, body.get("spec"))}
+        if old is None:
+            lease["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=_now())
+        else:
+            lease["metadata"].update(uid=old["metadata"]["uid"], creationTimestamp=old["metadata"]["creationTimestamp"])
+        return lease
+
+    def create_lease(self, namespace, name, body):
+        """Create a Lease from ``body`` (ADDED), as ``POST`` does; KeyError
+        when it exists, :class:`Invalid` or :class:`Malformed` for a bad
+        spec. Returns it."""
+        with self.lock:
+            lease = self._lease(namespace, name, body)
+            if (namespace, name) in self.leases:
+                raise KeyError('leases.coordination.k8s.io "%s" already exists' % name)
+            self._ensure_namespace(namespace)
+            self.leases[(namespace, name)] = lease
+            self._bump("ADDED", lease)
+            return copy.deepcopy(lease)
+
+    def replace_lease(self, namespace, name, body):
+        """Replace a Lease with ``body``, as ``PUT`` does: :class:`Conflict`
+        when the body names a resourceVersion that is not the stored one
+        (none: unconditional, as a Lease's strategy allows), KeyError when
+        there is no such lease (an update does not create one). A body that
+        changes nothing makes no new version. Returns the stored object."""
+        with self.lock:
+            old = self.leases[(namespace, name)]
+            version = (body.get("metadata") or {}).get("resourceVersion")
+            if version not in (None, "", old["metadata"]["resourceVersion"]):
+                raise Conflict('Operation cannot be fulfilled on leases.coordination.k8s.io "%s": the object has '
+                               "been modified; please apply your changes to the latest version and try again" % name)
+            lease = self._lease(namespace, name, body, old)
+            lease["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            if lease != old:
+                self.leases[(namespace, name)] = lease
+                self._bump("MODIFIED", lease)
+            return copy.deepcopy(self.leases[(namespace, name)])
+
+    def set_lease(self, namespace, name, spec):
+        """Write a Lease's ``spec`` as another writer would, unconditionally
+        (created when absent). Returns it."""
+        with self.lock:
+            if (namespace, name) in self.leases:
+                return self.replace_lease(namespace, name, {"spec": spec})
+            return self.create_lease(namespace, name, {"spec": spec})
+
+    def delete_lease(self, namespace, name):
+        """Delete a Lease (DELETED); returns it. KeyError when there is none."""
+        with self.lock:
+            lease = self.leases.pop((namespace, name))
+            self._bump("DELETED", lease)
+            return copy.deepcopy(lease)
+
     def add_nad(self, namespace, name, config):
         nad = {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
                "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4())},
@@ -957,6 +1193,29 @@ class KubeAPIStandIn:
             self._ensure_namespace(namespace)
             self.nads[(namespace, name)] = nad
             self._bump("ADDED", nad)
+
+    def patch_pod(self, namespace, name, patch, json_patch_ops=False):
+        """A merge patch of a pod, or a JSON Patch (``json_patch_ops``), as
+        ``PATCH`` does: KeyError when there is no such pod,
+        :class:`PatchFailed` or :class:`Malformed` for a JSON Patch that
+        does not apply, :class:`Invalid` for one that would change the
+        pod's UID (immutable; a patch that drops it keeps it, as the server
+        fills an empty UID from the stored object). Returns the pod."""
+        with self.lock:
+            pod = self.pods[(namespace, name)]
+            patched = json_patch(pod, patch) if json_patch_ops else merge_patch(pod, patch)
+            if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+                raise Malformed("the patched object is not a Pod")
+            uid = patched["metadata"].get("uid")
+            if uid not in (None, "", pod["metadata"]["uid"]):
+                raise Invalid("Pod", name, [("metadata.uid", "FieldValueInvalid",
+                                             'Invalid value: "%s": field is immutable' % uid)])
+            patched["metadata"]["uid"] = pod["metadata"]["uid"]
+            if "ovnIfaceList" in (patched["metadata"].get("annotations") or {}):
+                self.annotated_at.setdefault((namespace, name), time.monotonic())
+            self.pods[(namespace, name)] = patched
+            self._bump("MODIFIED", patched)
+            return copy.deepcopy(patched)
 
     def pod(self, namespace, name):
         with self.lock:
@@ -995,6 +1254,18 @@ class KubeAPIStandIn:
         clears the rule."""
         with self.lock:
             self.targeted[(method, path)] = (count, code)
+
+    def hold_matching(self, method, path, seconds):
+        """Hold every ``method`` request whose path ends with ``path`` for
+        ``seconds`` before serving it (an API server that stalls, neither
+        answering nor failing); 0 clears the rule and lets the held ones
+        go at once. :attr:`held` counts the requests held so far."""
+        with self.lock:
+            if seconds > 0:
+                self.holds[(method, path)] = seconds
+            else:
+                self.holds.pop((method, path), None)
+            self.lock.notify_all()
 
 
 class _Server(ThreadingHTTPServer):
@@ -1097,9 +1368,27 @@ def _handler(api):
             self._send(403, _status(403, "Forbidden", message))
             return True
 
+        def _hold(self):
+            """Stall as :meth:`KubeAPIStandIn.hold_matching` says: until its
+            time is up, the rule is cleared or the server stops."""
+            path = urlparse(self.path).path
+            with api.lock:
+                rule = next((r for r in api.holds if r[0] == self.command and path.endswith(r[1])), None)
+                if rule is None:
+                    return
+                api.held += 1
+                api.lock.notify_all()
+                deadline = time.monotonic() + api.holds[rule]
+                while rule in api.holds and not api.stopping:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    api.lock.wait(remaining)
+
         def _failing(self):
             if self._refused():
                 return True
+            self._hold()
             with api.lock:
                 api.requests += 1
                 path = urlparse(self.path).path
@@ -1130,7 +1419,7 @@ def _handler(api):
                       (_SERVICE, api.services, "Service"), (_SLICE, api.slices, "EndpointSlice"),
                       (_NODE, api.nodes, "Node"), (_NAMESPACE, api.namespace_objects, "Namespace"),
                       (_POLICY, api.policies, "MultiNetworkPolicy"), (_VM, api.vms, "VirtualMachine"),
-                      (_VMI, api.vmis, "VirtualMachineInstance"))
+                      (_VMI, api.vmis, "VirtualMachineInstance"), (_LEASE, api.leases, "Lease"))
             for pattern, store, kind in routes:
                 match = pattern.match(url.path)
                 if not match:
@@ -1233,10 +1522,13 @@ def _handler(api):
             if self._failing():
                 return
             kind = self.headers.get("Content-Type", "")
-            if "merge-patch" not in kind:
-                return self._send(415, _status(415, "UnsupportedMediaType",
-                                               "the stand-in takes merge patches, not %s" % kind))
             path = urlparse(self.path).path
+            pod = _POD.match(path)
+            ops = "json-patch+json" in kind and pod and pod.group("ns") and pod.group("name")
+            if "merge-patch" not in kind and not ops:
+                return self._send(415, _status(415, "UnsupportedMediaType",
+                                               "the stand-in takes merge patches (and JSON patches of pods), "
+                                               "not %s" % kind))
             query = dict((k, v[-1]) for k, v in parse_qs(urlparse(self.path).query).items())
             if _POLICY.match(path) or _NAMESPACE.match(path):
                 return self._patch_cluster_object(path, query, kind)
@@ -1261,19 +1553,15 @@ def _handler(api):
             match = _POD.match(urlparse(self.path).path)
             if not match or not match.group("name"):
                 return self._send(404, _status(404, "NotFound", self.path))
-            patch = self._body()
             key = (match.group("ns"), match.group("name"))
-            with api.lock:
-                pod = api.pods.get(key)
-                if pod is None:
-                    return self._send(404, _status(404, "NotFound", "pod %s/%s not found" % key))
-                merged = merge_patch(pod, patch)
-                merged["metadata"]["uid"] = pod["metadata"]["uid"]
-                if "ovnIfaceList" in (merged["metadata"].get("annotations") or {}):
-                    api.annotated_at.setdefault(key, time.monotonic())
-                api.pods[key] = merged
-                api._bump("MODIFIED", merged)
-                body = copy.deepcopy(merged)
+            try:
+                body = api.patch_pod(key[0], key[1], self._body(), json_patch_ops=bool(ops))
+            except KeyError:
+                return self._send(404, _status(404, "NotFound", "pod %s/%s not found" % key))
+            except Malformed as exc:
+                return self._send(400, _status(400, "BadRequest", str(exc)))
+            except (PatchFailed, Invalid) as exc:
+                return self._send(422, exc.status())
             self._send(200, body)
 
         def _patch_cluster_object(self, path, query, content_type):
@@ -1321,11 +1609,84 @@ def _handler(api):
         def do_PUT(self):
             if self._failing():
                 return
-            self._send(405, _status(405, "MethodNotAllowed", "the stand-in does not replace objects"))
+            match = _LEASE.match(urlparse(self.path).path)
+            if not (match and match.group("ns") and match.group("name")):
+                return self._send(405, _status(405, "MethodNotAllowed", "the stand-in replaces Leases only"))
+            ns, name = match.group("ns"), match.group("name")
+            body = self._lease_body(ns, name)
+            if body is None:
+                return
+            try:
+                return self._send(200, api.replace_lease(ns, name, body))
+            except KeyError:
+                return self._send(404, _status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name,
+                                               details={"name": name, "group": "coordination.k8s.io",
+                                                        "kind": "leases"}))
+            except Conflict as exc:
+                return self._send(409, _status(409, "Conflict", str(exc), details={
+                    "name": name, "group": "coordination.k8s.io", "kind": "leases"}))
+            except Malformed as exc:
+                return self._send(400, _status(400, "BadRequest", str(exc)))
+            except Invalid as exc:
+                return self._send(422, exc.status())
+
+        def _lease_body(self, ns, name=None):
+            """The request's Lease, or None when it was refused (400, 422)
+            as the server refuses a body that is not one, or one that names
+            another kind, namespace or (``name``, for PUT) name."""
+            body = self._body()
+            if not isinstance(body, dict):
+                self._send(400, _status(400, "BadRequest", "the body is not a Lease object"))
+                return None
+            meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+            for field, expected in (("apiVersion", API_VERSIONS["Lease"]), ("kind", "Lease")):
+                if body.get(field) not in (None, expected):
+                    self._send(400, _status(400, "BadRequest", "the %s in the data (%s) does not match the "
+                                            "expected %s (%s)" % (field, body.get(field), field, expected)))
+                    return None
+            if meta.get("namespace") not in (None, ns):
+                self._send(400, _status(400, "BadRequest", "the namespace of the provided object does not "
+                                        "match the namespace sent on the request"))
+                return None
+            if name is None and not (isinstance(meta.get("name"), str) and meta.get("name")):
+                self._send(422, _name_required("Lease.coordination.k8s.io"))
+                return None
+            if name is not None and meta.get("name") != name:
+                self._send(400, _status(400, "BadRequest", "the name of the object (%s) does not match the name "
+                                        "on the URL (%s)" % (meta.get("name"), name)))
+                return None
+            return body
+
+        def _post_lease(self, ns):
+            body = self._lease_body(ns)
+            if body is None:
+                return
+            name = body["metadata"]["name"]
+            try:
+                return self._send(201, api.create_lease(ns, name, body))
+            except KeyError as exc:
+                return self._send(409, _status(409, "AlreadyExists", exc.args[0], details={
+                    "name": name, "group": "coordination.k8s.io", "kind": "leases"}))
+            except Malformed as exc:
+                return self._send(400, _status(400, "BadRequest", str(exc)))
+            except Invalid as exc:
+                return self._send(422, exc.status())
 
         def do_DELETE(self):
             if self._failing():
                 return
+            lease = _LEASE.match(urlparse(self.path).path)
+            if lease and lease.group("ns") and lease.group("name"):
+                name = lease.group("name")
+                details = {"name": name, "group": "coordination.k8s.io", "kind": "leases"}
+                try:
+                    removed = api.delete_lease(lease.group("ns"), name)
+                except KeyError:
+                    return self._send(404, _status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found'
+                                                   % name, details=details))
+                # a Status, as the registry of a kind that returns no deleted object answers
+                return self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                        "details": dict(details, uid=removed["metadata"]["uid"])})
             for pattern, store, remove, kind in (
                     (_SERVICE, api.services, api.delete_service, "Service"),
                     (_SLICE, api.slices, api.delete_endpointslice, "EndpointSlice"),
@@ -1384,6 +1745,9 @@ def _handler(api):
             match = _POLICY.match(path)
             if match and match.group("ns") and not match.group("name"):
                 return self._post_policy(match.group("ns"))
+            match = _LEASE.match(path)
+            if match and match.group("ns") and not match.group("name"):
+                return self._post_lease(match.group("ns"))
             for pattern, create in ((_SERVICE, self._create_service), (_SLICE, self._create_slice),
                                     (_NODE, self._create_node),
                                     (_VM, lambda ns, body: api.create_kubevirt("VirtualMachine", ns, body)),
