@@ -61,9 +61,11 @@ class Cluster:
             with open(self.config, "w") as handle:
                 json.dump(dict({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "watcher-kubeconfig"), WATCHER),
                                 "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
-                                "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1},
+                                "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1,
+                                # the election at test durations: a killed leader's Lease lapses in 2 s
+                                "lease_seconds": 2, "renew_seconds": 1.5, "retry_seconds": 0.25},
                                **dict({"sb_db": self.box.sb_db} if sb else {}, **settings)), handle)
-            self.log = open(os.path.join(tmp, "watcher.log"), "w+")
+            self.log = open(os.path.join(tmp, "watcher.log"), "a+")     # O_APPEND: a restart writes after the last
             self.start()
         except Exception:
             self.stop()
@@ -78,6 +80,8 @@ class Cluster:
         self.notify.bind("\0" + name)
         env = dict(os.environ, PYTHONPATH=self.collections, NOTIFY_SOCKET="@" + name)
         self.started = time.monotonic()     # when the watcher's process was started
+        self.log.flush()
+        self.log_start = os.path.getsize(self.log.name)     # where this process's lines begin
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.watcher",
              "--config", self.config], env=env, stdout=self.log, stderr=self.log)
@@ -149,11 +153,16 @@ class Cluster:
             time.sleep(0.1)
         return False
 
-    def log_text(self, whole=False):
-        """The watcher's log: its last 6000 characters, for a message."""
+    def log_text(self, whole=False, this_process=False):
+        """The watcher's log: its last 6000 characters, for a message;
+        ``this_process``: what the process running now wrote."""
+        # read through a handle of its own: the watcher writes through the
+        # same open file as self.log, so seeking that one would move where
+        # the watcher writes next, over lines already written
         self.log.flush()
-        self.log.seek(0)
-        text = self.log.read()
+        with open(self.log.name) as handle:
+            handle.seek(self.log_start if this_process else 0)
+            text = handle.read()
         return text if whole else text[-6000:]
 
     def stop(self):
