@@ -14,6 +14,8 @@
   exponential backoff (``base * 2**failures``, capped), which
   :meth:`forget` resets after a success.
 * :meth:`shutdown` wakes every worker: :meth:`get` then returns None.
+* :meth:`hold` keeps keys queued without handing any out, until
+  :meth:`release`: a standby replica's queue fills while it waits to lead.
 
 Only the standard library; one timer thread serves every delayed key.
 """
@@ -63,6 +65,7 @@ class WorkQueue:
         self._ready_at = {}         # key -> the earliest time it is waited for
         self._sequence = 0
         self._shutting_down = False
+        self._held = False
         self._timer = threading.Thread(target=self._delayed, name=name + "-timer", daemon=True)
         self._timer.start()
 
@@ -118,7 +121,7 @@ class WorkQueue:
         :meth:`shutdown` (or when ``timeout`` passed with nothing queued)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            while not self._queue and not self._shutting_down:
+            while (self._held or not self._queue) and not self._shutting_down:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
@@ -147,6 +150,16 @@ class WorkQueue:
         """How many keys are queued, worked on or waiting for a delay."""
         with self._lock:
             return len(self._dirty | self._processing | set(self._ready_at))
+
+    def hold(self):
+        """Hand out no key until :meth:`release`; keys are still queued."""
+        with self._lock:
+            self._held = True
+
+    def release(self):
+        with self._lock:
+            self._held = False
+            self._lock.notify_all()
 
     def shutdown(self):
         with self._lock:

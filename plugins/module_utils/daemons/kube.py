@@ -155,10 +155,15 @@ class PodWriter:
         self.component = component
         # whether this client takes ``_content_type``: None until tried
         self.content_type = None
+        # acting(what): raises when this process may not write now (a
+        # watcher that does not lead); None: it always may
+        self.acting = None
 
     def event(self, obj, reason, message, kind="Warning", involved="Pod", api_version="v1"):
         """An Event of ``reason`` on ``obj`` (a pod, or the ``involved``
         kind of object, of ``api_version``), ``message`` cut to 1 KiB."""
+        if self.acting is not None:
+            self.acting("Event %s" % reason)
         meta = obj.metadata
         now = datetime.datetime.now(datetime.timezone.utc)
         self.core.create_namespaced_event(meta.namespace, k8s_client.CoreV1Event(
@@ -178,6 +183,8 @@ class PodWriter:
         ``call_api`` with the type in its headers. Which kind the client is
         is learnt from its first answer (an ApiTypeError is raised before
         anything is sent) and kept."""
+        if self.acting is not None:
+            self.acting("the patch of pod %s/%s" % (meta.namespace, meta.name))
         if self.content_type is not False:
             try:
                 _drain(self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH,

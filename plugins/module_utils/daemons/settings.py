@@ -39,7 +39,7 @@ class Settings:
         for key, default in self.DEFAULTS.items():
             env = os.environ.get(self.ENV_PREFIX + key.upper())
             if env is not None:
-                settings[key] = int(env) if isinstance(default, int) and not isinstance(default, bool) else env
+                settings[key] = _cast(env, default)
         self.__dict__.update(settings)
         self.check()
 
@@ -58,10 +58,26 @@ class Settings:
         return cls(**values)
 
 
+def _cast(text, default):
+    """An environment variable's text as its default's type: a number or
+    true/false; anything else as it is (a bad value is the check's to
+    refuse, naming the key)."""
+    if isinstance(default, bool):
+        return {"true": True, "false": False}.get(text.strip().lower(), text)
+    for kind in (int, float):
+        if isinstance(default, kind):
+            try:
+                return kind(text)
+            except ValueError:
+                return text
+    return text
+
+
 def run(prog, description, settings_class, make, argv=None):
     """Parse ``--config`` and ``--log-level``, build the daemon with
     ``make(settings)``, stop it on SIGTERM and SIGINT, and run it. Returns
-    the exit code: 0, or 2 when it could not start."""
+    the exit code: 0, 2 when it could not start, or the one its ``run``
+    returns (the watcher's 3: it lost its leadership)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--config", help="JSON settings file")
     parser.add_argument("--log-level", default=os.environ.get(settings_class.ENV_PREFIX + "LOG_LEVEL", "INFO"))
@@ -78,8 +94,7 @@ def run(prog, description, settings_class, make, argv=None):
         return 2
     signal.signal(signal.SIGTERM, daemon.stop)
     signal.signal(signal.SIGINT, daemon.stop)
-    daemon.run()
-    return 0
+    return daemon.run() or 0
 
 
 def notify_ready():

@@ -49,8 +49,10 @@ from ..common.workqueue import Backoff, WorkQueue, serve
 from ..ovsdb import connection as ovsdb
 from ..ovsdb.batching import Committer
 from ..ovsdb.view import View, cell
-from . import (
-    chain_hops, grant_watch, kube, multus, physnet_watch, policy_watch, service_watch, settings as daemon, vm_watch)
+from ..ovsdb import fence as nb_fence
+from . import (chain_hops, grant_watch, kube, leadership, multus, physnet_watch, policy_watch, service_watch,
+               settings as daemon, vm_watch)
+from .watcher_settings import Config
 
 try:
     from kubernetes import client as k8s_client
@@ -67,48 +69,6 @@ LOG = logging.getLogger("ovn4nfv.watcher")
 # Event reasons, besides pod_ports' (InvalidNetworkRequest, UnknownNetwork,
 # AddressConflict, AddressPoolExhausted) and pod_changes' (InterfaceChangeRefused)
 IGNORED = "IgnoredAnnotation"
-
-
-class Config(daemon.Settings):
-    """The watcher's settings: a JSON file, then ``OVN4NFV_WATCHER_<KEY>``
-    environment variables, then these defaults."""
-
-    NAME = "watcher"
-    ENV_PREFIX = "OVN4NFV_WATCHER_"
-    LIBRARIES = ("ovsdbapp", "netaddr", "kubernetes", "jsonschema")
-    DEFAULTS = {
-        "kubeconfig": None,            # None: in-cluster credentials
-        "nb_db": ovsdb.DEFAULT_NB_DB,
-        "private_key": None,
-        "certificate": None,
-        "ca_cert": None,
-        # the southbound, for the chassis' bridge mappings (PhysicalNetworkMissing); None: not read
-        "sb_db": None,
-        "sb_private_key": None,
-        "sb_certificate": None,
-        "sb_ca_cert": None,
-        "default_network": None,       # for pods with only the legacy "ovn" annotation
-        "workers": 16,                 # mostly waiting on OVN; more of them batch northd's work
-        "batch_size": 64,              # the most pods' plans one NB transaction carries
-        "resync_seconds": 300,
-        "watch_seconds": 10,           # how long one watch request lasts
-        "address_seconds": 30,         # how often to look again for an address OVN has not assigned
-        "ovsdb_timeout": 10,
-        "max_backoff_seconds": 30,
-        "policies": True,              # serve MultiNetworkPolicy (k8s.cni.cncf.io/v1beta1)
-        "policy_log_rate": 20,         # dropped-packet log lines a second, per network's default deny
-    }
-
-    def check(self):
-        for key in ("workers", "batch_size", "resync_seconds", "watch_seconds", "address_seconds", "ovsdb_timeout",
-                    "policy_log_rate"):
-            if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
-                raise ValidationError("watcher config: %s: %r is not a positive number" % (key, getattr(self, key)))
-        ovsdb.parse_remote(self.nb_db, "nb_db")
-        if self.sb_db is not None:
-            ovsdb.parse_remote(self.sb_db, "sb_db")
-        if not isinstance(self.policies, bool):
-            raise ValidationError("watcher config: policies: %r is not true or false" % (self.policies,))
 
 
 def key_of(namespace, name):
@@ -171,6 +131,12 @@ class Watcher:
         self.vms = vm_watch.Vms(self, self.custom)
         self.physnets = physnet_watch.Physnets(self)
         self.grants = grant_watch.Grants(self)
+        # a standby keeps everything warm but serves nothing until it leads
+        self.leadership = leadership.Leadership(self)
+        self.writer.acting = self.leadership.check_acting
+        self.leadership.hold(getattr(part, "queue", None) for part in (
+            self, self.services, self.chains, self.policies, self.physnets, self.grants))
+        self.api_client = api_client
 
     # -- lifecycle ---------------------------------------------------------
     def stop(self, *_args):
@@ -190,8 +156,10 @@ class Watcher:
         while not self.stopping.is_set():
             try:
                 tables = TABLES + services.TABLES + chains.TABLES + remote_mirrors.TABLES + multi_policies.TABLES + port_qos.TABLES
-                self.nb = ovsdb.Database(self.config.nb_db, ovsdb.NB_SCHEMA, tables,
-                                         timeout=self.config.ovsdb_timeout, tls=tls, field="nb_db")
+                self.nb = ovsdb.Database(
+                    self.config.nb_db, ovsdb.NB_SCHEMA, tables, timeout=self.config.ovsdb_timeout, tls=tls,
+                    field="nb_db", columns=nb_fence.COLUMNS, probe_ms=self.config.nb_probe_ms,
+                    fence=self.leadership.fence)
                 self.addresses = pod_addresses.AddressIndex().attach(self.nb)
                 self.committer = Committer(self.nb, self.config.batch_size, pod_ports.claims, "nb-committer")
                 self.multus = multus.Attachments(self.custom, self.nb, self.addresses)
@@ -211,8 +179,9 @@ class Watcher:
             worker.start()
         workers += self.services.start() + self.chains.start() + (self.policies.start() if self.policies else [])
         workers += self.vms.start() + self.physnets.start() + self.grants.start()
+        self.leadership.start(self.api_client)
         # systemd (Type=notify), and the tests' harness before it stops the
-        # watcher: it serves, and SIGTERM now stops it cleanly
+        # watcher: it serves (or stands by), and SIGTERM now stops it cleanly
         daemon.notify_ready()
         try:
             self.pod_watch.run()
@@ -221,8 +190,10 @@ class Watcher:
             for worker in workers:
                 worker.join(self.config.ovsdb_timeout * 2)
             self.committer.close()
+            self.leadership.release()       # only once its work ended
             self.nb.close()
             LOG.info("stopped")
+        return self.leadership.exit_code
 
     # -- the cache and the queue ---------------------------------------------
     def observe(self, pod, deleted=False):

@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to ovn4nfv.k8s
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which of the watcher's replicas acts: a Lease, and a term in the NB.
+
+Any number of watchers may run (one per master). Each lists and watches
+everything and keeps its caches and queues filled, but hands no key to a
+worker (its queues are held) until it leads. Leading means holding the
+Lease ``<lease_namespace>/ovn4nfv-watcher`` (:mod:`.election`, client-go's
+algorithm) and having advanced the NB's term (:mod:`..ovsdb.fence`), so
+that a deposed leader's transactions are refused by the NB itself. Then
+its queues are released and it serves at once, from warm caches.
+
+A watcher that loses the Lease (it could not renew within the renew
+deadline, its NB was unusable for ``nb_grace_seconds``, or the NB refused
+its term) ends with exit code 3; systemd starts it again as a standby. No
+in-process demotion: nothing of the old term keeps running. On SIGTERM
+the leader stops serving, lets its in-flight work end, and then releases
+the Lease, so a standby takes over at its next try.
+
+With ``leader_election: false`` there is no Lease and no fence: one
+replica only (kept for measuring what election costs).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import logging
+import time
+
+from ..common.errors import Fenced, ValidationError
+from ..common.marks import WATCHER
+from ..ovsdb import fence as nb_fence
+from . import election, lease
+
+LOG = logging.getLogger("ovn4nfv.watcher")
+LOST = 3        # the exit code of a watcher that lost its leadership
+
+DEFAULTS = {
+    "leader_election": True,
+    "lease_namespace": "kube-system",
+    "lease_seconds": 6.0,          # how long a Lease not seen renewed is held (client-go's LeaseDuration)
+    "renew_seconds": 4.0,          # a leader that could not renew for this long stops (RenewDeadline)
+    "retry_seconds": 0.5,          # how often a candidate tries, and a leader renews (RetryPeriod)
+    "nb_grace_seconds": 10.0,      # a leader whose NB is unusable this long gives the Lease up
+    "nb_probe_ms": 2000,           # the NB connection's inactivity probe: a silent server is left
+}
+
+
+def check(config):
+    """Refuse settings an election cannot run with."""
+    if not isinstance(config.leader_election, bool):
+        raise ValidationError("watcher config: leader_election: %r is not true or false" % (config.leader_election,))
+    for key in ("lease_seconds", "renew_seconds", "retry_seconds", "nb_grace_seconds", "nb_probe_ms"):
+        value = getattr(config, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValidationError("watcher config: %s: %r is not a positive number" % (key, value))
+    timing(config).check()
+
+
+def timing(config):
+    return lease.Timing(config.lease_seconds, config.renew_seconds, config.retry_seconds)
+
+
+class Leadership:
+    """The watcher's side of the election. :meth:`hold` its queues once
+    they exist, :meth:`start` once the NB is connected, :meth:`release`
+    last on a clean stop."""
+
+    def __init__(self, watcher):
+        self.watcher = watcher
+        self.config = watcher.config
+        self.enabled = self.config.leader_election
+        # this process's name in the Lease and the NB: a restarted replica
+        # never inherits its predecessor's leadership
+        self.identity = election.new_identity()
+        self.fence = nb_fence.Fence(self.identity, self.acting, self._fenced) if self.enabled else None
+        self.elector = None
+        self.queues = []
+        self.exit_code = 0
+        self.unhealthy_since = None
+
+    def hold(self, queues):
+        self.queues = [queue for queue in queues if queue is not None]
+        if self.enabled:
+            for queue in self.queues:
+                queue.hold()
+
+    def start(self, api_client):
+        if not self.enabled:
+            return
+        store = election.LeaseStore(api_client, self.config.lease_namespace, WATCHER)
+        self.elector = election.Elector(store, timing(self.config), self._healthy, self._take_over, self._lost,
+                                        identity=self.identity)
+        LOG.info("standing by as %s until it leads (Lease %s/%s)", self.identity, self.config.lease_namespace, WATCHER)
+        self.elector.start()
+
+    def acting(self):
+        """Whether this replica may write now (always, without election)."""
+        if not self.enabled:
+            return True
+        return self.elector is not None and self.elector.acting()
+
+    def _healthy(self):
+        """Whether this replica can serve: its lists are done and its NB
+        connection follows the server. A leader whose NB stays unusable
+        for ``nb_grace_seconds`` stops (a replica with the NB takes over);
+        a candidate without it does not try."""
+        watcher = self.watcher
+        healthy = watcher.listed.is_set() and watcher.nb is not None and watcher.nb.healthy()
+        now = time.monotonic()
+        if healthy:
+            self.unhealthy_since = None
+        elif self.unhealthy_since is None:
+            self.unhealthy_since = now
+        if self.fence.term is not None and self.unhealthy_since is not None and \
+                now - self.unhealthy_since >= self.config.nb_grace_seconds:
+            self._lost("the northbound database was unusable for %ss" % self.config.nb_grace_seconds)
+        return healthy
+
+    def _take_over(self):
+        """Now the Lease holder: take the next term in the NB, then serve."""
+        term = self.fence.advance(self.watcher.nb)
+        LOG.info("serving as the leader (term %d)", term)
+        for queue in self.queues:
+            queue.release()
+
+    def _lost(self, reason):
+        if self.exit_code == LOST:
+            return
+        self.exit_code = LOST
+        LOG.error("leadership lost (%s): stopping, to start again as a standby", reason)
+        self.watcher.stop()
+
+    def _fenced(self, exc):
+        # a standby's write before it took a term is refused and nothing
+        # more; a leader's means another took over: it stops
+        if self.fence.term is not None and self.elector is not None:
+            self.elector.fenced(str(exc))
+
+    def check_acting(self, what):
+        """Raise :class:`Fenced` when this replica may not write ``what``
+        to the API now."""
+        if not self.acting():
+            raise Fenced("%s not sent: this watcher does not lead" % what)
+
+    def release(self):
+        """A clean stop: give the Lease up, so another takes over at once."""
+        if self.elector is not None and self.exit_code != LOST:
+            self.elector.release()
