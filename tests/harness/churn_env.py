@@ -8,8 +8,10 @@ random on several networks (``tiny`` fills up), changes their labels and
 five MultiNetworkPolicies (created, changed, deleted), and, as the kubelet, runs
 the CNI plugin for the pods the watcher has served (ADD) and for the pods
 that go (DEL, now and then never sent). Between operations it injects
-faults: the watcher killed with SIGKILL and restarted, the NB
-ovsdb-server restarted, the API answering 500 and 410, a delete landing
+faults: two watcher replicas run, and the leading one is killed with
+SIGKILL (restarted as a standby) or paused with SIGSTOP until the other
+took over (woken, it must exit 3, and is restarted as systemd would), the
+NB ovsdb-server restarted, the API answering 500 and 410, a delete landing
 while a pod's work waits for a retry, the node agent killed and restarted.
 
 At the end it waits for convergence and compares, from outside the
@@ -17,12 +19,17 @@ product, the NB's pod ports and the node's OVS ports with the live pods'
 requests, and the NB's history of port creations with the deletions; and
 that no policy's address set holds an address no live pod's port holds
 (a gone pod's, which the next pod given it would inherit what it was
-allowed).
+allowed). The NB's own history (its database file, read by
+tests/harness/nb_history.py) says whether any transaction was committed
+under a deposed leader's term, and whether a pod interface ever had two
+ports at once.
 """
 
 import json
 import os
 import random
+import re
+import signal
 import time
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import annotations as ann
@@ -31,32 +38,37 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.policy_model i
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.topology import TABLES
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb import connection as ovsdb
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import execute
+from tests.harness import nb_history
 from tests.harness.cni_env import Env
 from tests.harness.dataplane import ip
 from tests.harness.watcher_env import Cluster, PortLog
 
 TINY = {"name": "tiny", "subnet": "172.16.9.0/29"}      # 5 addresses
 NETWORKS = ("net1", "net2", "tiny")
-FAULTS = ("watcher_sigkill", "nb_restart", "api_500", "api_410", "delete_during_retry", "agent_restart")
+FAULTS = ("leader_sigkill", "leader_sigstop", "nb_restart", "api_500", "api_410", "delete_during_retry", "agent_restart")
 NAMESPACE = "churn"
 APPS = ("a", "b", "c")
 POLICIES = 5
 
 
 class Churn:
-    def __init__(self, tmp, collections, seed=11):
+    def __init__(self, tmp, collections, seed=11, replicas=2):
         self.rng = random.Random(seed)
         self.env = Env(tmp, collections, sweep_seconds=5)
-        self.cluster = None
+        self.replicas = []
         self.ports = None
+        self.exits = []         # the exit codes of the replicas that ended on their own
         try:
             box = self.env.node.box
             with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
                 execute(db, lambda v: vn.plan_networks(v, [("tiny", vn.check_network(TINY, "tiny"))], "merged", "ovn"),
                         write=True)
             self.ports = PortLog(box.nb_db)
-            self.cluster = Cluster(tmp, collections, networks=[TINY], workers=4, api=self.env.api, box=box,
-                                   resync_seconds=20, address_seconds=5, max_backoff_seconds=2)
+            for index in range(replicas):
+                home = os.path.join(tmp, "watcher-%d" % index)
+                os.mkdir(home)
+                self.replicas.append(Cluster(home, collections, networks=[TINY], workers=4, api=self.env.api,
+                                             box=box, resync_seconds=20, address_seconds=5, max_backoff_seconds=2))
         except Exception:
             self.stop()
             raise
@@ -164,10 +176,10 @@ class Churn:
             self.create()
         elif roll < 0.7:
             self.delete(send_del=self.rng.random() > 0.1)       # now and then the DEL never comes
-        elif roll < 0.75:
+        elif roll < 0.73:
             self.change()
         elif roll < 0.8:
-            self.hot()
+            self.hot()          # a change when no pod runs yet: more of them than of plain changes
         elif roll < 0.9:
             self.label()
         else:
@@ -176,12 +188,31 @@ class Churn:
 
     # -- faults --------------------------------------------------------------
     def fault(self, kind):
-        if kind == "watcher_sigkill":
-            self.cluster.proc.kill()
-            self.cluster.proc.wait(10)
+        if kind == "leader_sigkill":
+            leader = self.leader()
+            leader.proc.kill()
+            leader.proc.wait(10)
             self.step()
             self.step()
-            self.cluster.start()
+            leader.start()          # as systemd would: a standby now
+        elif kind == "leader_sigstop":
+            leader = self.leader()
+            before = _identity(leader)
+            leader.proc.send_signal(signal.SIGSTOP)
+            try:
+                deadline = time.monotonic() + 30
+                while self._holder() in (before, None) and time.monotonic() < deadline:
+                    self.step()         # pods keep coming while it sleeps
+                    self.api.wait(lambda api: self._holder() not in (before, None), 0.2)
+            finally:
+                leader.proc.send_signal(signal.SIGCONT)
+            try:
+                self.exits.append(leader.proc.wait(30))
+            except Exception:  # noqa: it did not end: counted as such, and stopped
+                self.exits.append(None)
+                leader.proc.kill()
+                leader.proc.wait(10)
+            leader.start()
         elif kind == "nb_restart":
             self.env.node.box.restart_db("ovnnb_db")
         elif kind == "api_500":
@@ -204,12 +235,14 @@ class Churn:
     def run(self, ops, faults):
         every = max(1, ops // max(1, faults))
         kinds = list(FAULTS)
+        self.leader()           # as a cluster is before its churn: one replica serves
         while self.ops < ops:
             self.step()
             if self.ops % 5 == 0:
                 self.kubelet()
             if self.faults < faults and self.ops % every == 0:
                 self.fault(kinds[self.faults % len(kinds)])
+            self.revive()
         return self.converge()
 
     # -- the verdict, from outside ---------------------------------------------
@@ -304,13 +337,55 @@ class Churn:
                        if r["external_ids"].get("ovn4nfv-policy") for a in _set(r["addresses"]) if a not in live)
         groups = [r for r in self.env.node.box.rows("nb", "Port_Group")
                   if r["external_ids"].get("ovn4nfv-policy")]
-        return {"ops": self.ops, "faults": self.faults, "hot_changes": self.hot_changes, "leaked": leaked,
-                "resurrected": resurrected, "duplicated_ips": duplicated, "missing": missing, "converge_s": converge_s,
-                "pods": len(self.pods), "stale_policy_addresses": stale, "policies": len(groups)}
+        return dict(self.history(), **{
+            "ops": self.ops, "faults": self.faults, "hot_changes": self.hot_changes, "leaked": leaked,
+            "resurrected": resurrected, "duplicated_ips": duplicated, "missing": missing, "converge_s": converge_s,
+            "pods": len(self.pods), "stale_policy_addresses": stale, "policies": len(groups),
+            "exits": list(self.exits)})
+
+    # -- the replicas ----------------------------------------------------------
+    @property
+    def cluster(self):
+        """The leading replica (its log, when a test fails), else the first."""
+        return self._leading() or self.replicas[0]
+
+    def _holder(self):
+        lease = self.api.lease("kube-system", "ovn4nfv-watcher")
+        return lease and lease["spec"].get("holderIdentity")
+
+    def _leading(self):
+        holder = self._holder()
+        return next((r for r in self.replicas if holder and r.proc is not None and r.proc.poll() is None
+                     and _identity(r) == holder
+                     and "serving as the leader" in r.log_text(whole=True, this_process=True)), None)
+
+    def leader(self, timeout=30):
+        """The replica that holds the Lease and serves now, waited for."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self._leading()
+            if found is not None:
+                return found
+            self.api.wait(lambda api: self._leading() is not None, 0.2)
+        raise AssertionError("no watcher replica leads:\n" + "\n".join(r.log_text() for r in self.replicas))
+
+    def revive(self):
+        """Start again, as systemd would, a replica that ended on its own."""
+        for replica in self.replicas:
+            if replica.proc is not None and replica.proc.poll() is not None:
+                self.exits.append(replica.proc.returncode)
+                replica.start()
+
+    def history(self):
+        """What the NB's database file says of the watchers' writes."""
+        records = nb_history.read(os.path.join(self.env.node.box.dir, "ovnnb_db.db"))
+        return {"stale_writes": len(nb_history.stale_writes(records)),
+                "live_twice": len(nb_history.live_twice(records)),
+                "takeovers": len(nb_history.takeovers(records))}
 
     def stop(self):
-        if self.cluster is not None:
-            self.cluster.stop()
+        for replica in self.replicas:
+            replica.stop()
         if self.ports is not None:
             self.ports.close()
         self.env.stop()
@@ -327,6 +402,14 @@ def _held(row):
             for word in text.split()[1:] if word != "dynamic"]
 
 
+def _identity(replica):
+    """A replica's identity in the Lease, as its process running now said
+    it (a restart is a new process, with a new one; None until it said)."""
+    found = re.findall(r"standing by as (\S+) ", replica.log_text(whole=True, this_process=True))
+    return found[-1] if found else None
+
+
 def line(result):
     return ("churn: ops={ops} faults={faults} leaked={leaked} resurrected={resurrected} "
-            "duplicated_ips={duplicated_ips} missing={missing} converge_s={converge_s:.1f}").format(**result)
+            "duplicated_ips={duplicated_ips} missing={missing} stale_writes={stale_writes} "
+            "live_twice={live_twice} takeovers={takeovers} converge_s={converge_s:.1f}").format(**result)
