@@ -98,14 +98,15 @@ def core_tests():
     return module
 
 
-def in_container(leg):
+def in_container(leg, election="on"):
     """This benchmark's ``leg`` in a container of its release's core-test
     image, its output passed through; its exit code."""
     ci = core_tests()
     ci.host.install_host_packages()
     image = ci.test_image(LEGS[leg])
     print("%s: in a container of %s" % (leg, image), flush=True)
-    argv = ci.in_container(image, "bench-watcher") + ["python3", "-m", "benchmarks.watcher", "--legs", leg]
+    argv = ci.in_container(image, "bench-watcher") + ["python3", "-m", "benchmarks.watcher", "--legs", leg,
+                                                      "--election", election]
     return subprocess.run(argv, check=False, timeout=3600).returncode
 
 
@@ -114,6 +115,8 @@ def main(argv=None):
     parser.add_argument("--legs", default=",".join(sorted(LEGS)),
                         help="the legs, in order, comma-separated, of %s (default: %%(default)s)" % ", ".join(
                             sorted(LEGS)))
+    parser.add_argument("--election", choices=("on", "off"), default="on",
+                        help="the watcher's leader election and NB fencing (off: one replica, to measure their cost)")
     args = parser.parse_args(argv)
     legs = [leg for leg in args.legs.split(",") if leg]
     unknown = [leg for leg in legs if leg not in LEGS]
@@ -124,18 +127,18 @@ def main(argv=None):
         if leg == here:
             print("%s: here, on %s" % (leg, os_release().get("PRETTY_NAME", "?")), flush=True)
             try:
-                measure(leg)
+                measure(leg, args.election)
             except Exception:       # said, and the next leg still runs
                 traceback.print_exc()
                 failed.append(leg)
-        elif in_container(leg) != 0:
+        elif in_container(leg, args.election) != 0:
             failed.append(leg)
         sys.stdout.flush()
     if failed:
         raise SystemExit("legs that failed: %s" % ", ".join(failed))
 
 
-def measure(leg):
+def measure(leg, election="on"):
     """One leg: the benchmark on this machine's OVN and Python."""
     ansible = Ansible()      # only for its collection path
     collections = ansible.collections
@@ -143,9 +146,10 @@ def measure(leg):
     tmp = tempfile.mkdtemp(prefix="ovn4nfv-bench-watcher-")
     from ansible_collections.ovn4nfv.k8s.plugins.module_utils.daemons.watcher import Config
     workers = Config.DEFAULTS["workers"]
-    env = Cluster(tmp, collections, networks=NETWORKS, workers=workers)
+    env = Cluster(tmp, collections, networks=NETWORKS, workers=workers, leader_election=election == "on")
     try:
-        assert env.wait_log("resync: 0 pods", 60), "the watcher did not start:\n" + env.log_text()
+        started = "serving as the leader" if election == "on" else "resync: 0 pods"
+        assert env.wait_log(started, 60), "the watcher did not start:\n" + env.log_text()
         alone = [create(env.api, PODS + STEADY_RATE * STEADY_SECONDS)]
         assert env.api.wait(lambda api: alone[0] in api.annotated_at, 60), env.log_text()
         # what each process spent during the burst: they share the machine's cores
@@ -187,8 +191,9 @@ def measure(leg):
     print("steady: %d pods/s for %d s, p50 %.0f ms, p99 %.0f ms" % (
         STEADY_RATE, STEADY_SECONDS, percentile(steady_ms, 0.5), percentile(steady_ms, 0.99)))
     print("anchors: Kube-OVN ~19 pods/s; ovn-kubernetes P99 pod-ready ~3000 ms")
-    print("%s: pods=%d pods_per_s=%.1f p50_ms=%.0f p99_ms=%.0f steady_p99_ms=%.0f" % (
-        leg, PODS, PODS / span, percentile(burst_ms, 0.5), percentile(burst_ms, 0.99), percentile(steady_ms, 0.99)))
+    print("%s: pods=%d pods_per_s=%.1f p50_ms=%.0f p99_ms=%.0f steady_p99_ms=%.0f election=%s" % (
+        leg, PODS, PODS / span, percentile(burst_ms, 0.5), percentile(burst_ms, 0.99), percentile(steady_ms, 0.99),
+        election))
 
 
 if __name__ == "__main__":
