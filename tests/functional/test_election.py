@@ -29,7 +29,7 @@ class Replica:
     """One elector as a watcher runs it, recording what it is told (when,
     on the monotonic clock) and notifying ``changed``."""
 
-    def __init__(self, kubeconfig, changed, healthy=True, on_acquire=None, timeout=0.5):
+    def __init__(self, kubeconfig, changed, healthy=True, on_acquire=None, timeout=0.5, grace_seconds=None):
         self.changed = changed
         self.is_healthy = healthy
         self.asked = 0                  # how often healthy() was asked
@@ -37,7 +37,8 @@ class Replica:
         self.lost = []                  # (reason, when)
         self.store = LeaseStore(settings.kubernetes_api_client(kubeconfig), timeout=timeout)
         self.taking_over = on_acquire
-        self.elector = Elector(self.store, TIMING, self.healthy, self.on_acquire, self.on_lost)
+        self.elector = Elector(self.store, TIMING, self.healthy, self.on_acquire, self.on_lost,
+                               grace_seconds=grace_seconds)
 
     def healthy(self):
         with self.changed:
@@ -245,3 +246,27 @@ def test_a_failed_takeover_releases_and_a_fenced_leader_lets_go(cluster):
     assert holder(api) == fenced.identity, "no release: the Lease is another's to take"
     fenced.elector.fenced("again")
     assert len(fenced.lost) == 1, "told once"
+
+
+def test_a_leader_that_cannot_serve_past_its_grace_releases_the_lease(cluster):
+    """A leader whose NB became unusable (healthy() says no) keeps the
+    Lease for its grace, then releases it and stops: a replica that can
+    serve takes over at its next try, without waiting for the lease to
+    lapse (Kube-OVN #7497: a leader hung for 54 minutes)."""
+    api, replica, changed = cluster
+    leader = replica(grace_seconds=1.0)
+    start(leader)
+    assert until(changed, lambda: leader.acquired_at)
+    with changed:
+        leader.is_healthy = False
+    sick_at = time.monotonic()
+    assert until(changed, lambda: leader.lost), "the leader kept the Lease without serving"
+    assert not leader.elector.acting()
+    assert "could not serve" in leader.lost[0][0]
+    assert holder(api) == "", "it released the Lease as it stopped"
+    standby = replica()
+    start(standby)
+    assert until(changed, lambda: standby.acquired_at)
+    print("\ngrace: lost %.2f s after it could not serve; the standby took over %.2f s after that" % (
+        leader.lost[0][1] - sick_at, standby.acquired_at - leader.lost[0][1]))
+

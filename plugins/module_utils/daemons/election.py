@@ -127,7 +127,7 @@ class Elector(threading.Thread):
     fence says so (:meth:`fenced`); ``on_lost(reason)`` is then called
     once, and the elector stops. :meth:`release` ends it cleanly."""
 
-    def __init__(self, store, timing, healthy, on_acquire, on_lost, identity=None):
+    def __init__(self, store, timing, healthy, on_acquire, on_lost, identity=None, grace_seconds=None):
         super().__init__(name="elector", daemon=True)
         self.store = store
         self.timing = timing.check()
@@ -135,6 +135,10 @@ class Elector(threading.Thread):
         self.healthy = healthy
         self.on_acquire = on_acquire
         self.on_lost = on_lost
+        # a leader that has not been healthy for this long gives the Lease
+        # up (a replica that can serve takes over); None: never
+        self.grace_seconds = grace_seconds
+        self._unhealthy_since = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._leading = False       # ever acquired (and not released): the renew loop runs
@@ -211,6 +215,9 @@ class Elector(threading.Thread):
             if time.monotonic() >= until:
                 self._lose("no renewal succeeded within %ss of the last one" % self.timing.renew_seconds)
                 return
+            if self._unhealthy_for_too_long():
+                self._lose("it could not serve for %ss" % self.grace_seconds, release=True)
+                return
             action, sent = self._try(leading=True, deadline=until)
             if action == LOST:
                 self._lose("the Lease names %r now" % (self._seen.record.holder if self._seen.record else None))
@@ -218,6 +225,20 @@ class Elector(threading.Thread):
             if sent is not None:
                 with self._lock:
                     self._until = lease.acting_until(sent, self.timing)
+
+    def _unhealthy_for_too_long(self):
+        """Whether ``healthy()`` has said no, each time it was asked, for
+        ``grace_seconds`` (the #7497 lesson: a leader that cannot reach its
+        database must not hold the Lease)."""
+        if self.grace_seconds is None:
+            return False
+        now = time.monotonic()
+        if self.healthy():
+            self._unhealthy_since = None
+            return False
+        if self._unhealthy_since is None:
+            self._unhealthy_since = now
+        return now - self._unhealthy_since >= self.grace_seconds
 
     def _try(self, leading, deadline=None):
         """One try: read the Lease, decide, write. Returns the decision and,

@@ -6,7 +6,7 @@
 Any number of watchers may run (one per master). Each lists and watches
 everything and keeps its caches and queues filled, but hands no key to a
 worker (its queues are held) until it leads. Leading means holding the
-Lease ``<lease_namespace>/ovn4nfv-watcher`` (:mod:`.election`, client-go's
+Lease ``kube-system/ovn4nfv-watcher`` (:mod:`.election`, client-go's
 algorithm) and having advanced the NB's term (:mod:`..ovsdb.fence`), so
 that a deposed leader's transactions are refused by the NB itself. Then
 its queues are released and it serves at once, from warm caches.
@@ -27,7 +27,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import logging
-import time
+import math
 
 from ..common.errors import Fenced, ValidationError
 from ..common.marks import WATCHER
@@ -39,7 +39,6 @@ LOST = 3        # the exit code of a watcher that lost its leadership
 
 DEFAULTS = {
     "leader_election": True,
-    "lease_namespace": "kube-system",
     "lease_seconds": 6.0,          # how long a Lease not seen renewed is held (client-go's LeaseDuration)
     "renew_seconds": 4.0,          # a leader that could not renew for this long stops (RenewDeadline)
     "retry_seconds": 0.5,          # how often a candidate tries, and a leader renews (RetryPeriod)
@@ -54,7 +53,7 @@ def check(config):
         raise ValidationError("watcher config: leader_election: %r is not true or false" % (config.leader_election,))
     for key in ("lease_seconds", "renew_seconds", "retry_seconds", "nb_grace_seconds", "nb_probe_ms"):
         value = getattr(config, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise ValidationError("watcher config: %s: %r is not a positive number" % (key, value))
     timing(config).check()
 
@@ -79,7 +78,6 @@ class Leadership:
         self.elector = None
         self.queues = []
         self.exit_code = 0
-        self.unhealthy_since = None
 
     def hold(self, queues):
         self.queues = [queue for queue in queues if queue is not None]
@@ -90,10 +88,10 @@ class Leadership:
     def start(self, api_client):
         if not self.enabled:
             return
-        store = election.LeaseStore(api_client, self.config.lease_namespace, WATCHER)
+        store = election.LeaseStore(api_client, election.NAMESPACE, WATCHER)
         self.elector = election.Elector(store, timing(self.config), self._healthy, self._take_over, self._lost,
-                                        identity=self.identity)
-        LOG.info("standing by as %s until it leads (Lease %s/%s)", self.identity, self.config.lease_namespace, WATCHER)
+                                        identity=self.identity, grace_seconds=self.config.nb_grace_seconds)
+        LOG.info("standing by as %s until it leads (Lease %s/%s)", self.identity, election.NAMESPACE, WATCHER)
         self.elector.start()
 
     def acting(self):
@@ -104,24 +102,19 @@ class Leadership:
 
     def _healthy(self):
         """Whether this replica can serve: its lists are done and its NB
-        connection follows the server. A leader whose NB stays unusable
-        for ``nb_grace_seconds`` stops (a replica with the NB takes over);
-        a candidate without it does not try."""
+        connection follows the server. A candidate without it does not
+        try; a leader without it for ``nb_grace_seconds`` releases the
+        Lease and stops (the elector), so a replica with the NB takes
+        over."""
         watcher = self.watcher
-        healthy = watcher.listed.is_set() and watcher.nb is not None and watcher.nb.healthy()
-        now = time.monotonic()
-        if healthy:
-            self.unhealthy_since = None
-        elif self.unhealthy_since is None:
-            self.unhealthy_since = now
-        if self.fence.term is not None and self.unhealthy_since is not None and \
-                now - self.unhealthy_since >= self.config.nb_grace_seconds:
-            self._lost("the northbound database was unusable for %ss" % self.config.nb_grace_seconds)
-        return healthy
+        return watcher.listed.is_set() and watcher.nb is not None and watcher.nb.healthy()
 
     def _take_over(self):
-        """Now the Lease holder: take the next term in the NB, then serve."""
+        """Now the Lease holder: take the next term in the NB (only while
+        it still may act), then serve."""
         term = self.fence.advance(self.watcher.nb)
+        if not self.acting():
+            raise Fenced("leadership ended while it took term %d" % term)
         LOG.info("serving as the leader (term %d)", term)
         for queue in self.queues:
             queue.release()
@@ -147,5 +140,8 @@ class Leadership:
 
     def release(self):
         """A clean stop: give the Lease up, so another takes over at once."""
+        if self.fence is not None:
+            LOG.info("fence: %d transactions refused by the NB, %d stopped before they were sent",
+                     self.fence.refused, self.fence.stopped)
         if self.elector is not None and self.exit_code != LOST:
             self.elector.release()

@@ -60,7 +60,7 @@ class Timing(collections.namedtuple("Timing", "lease_seconds renew_seconds retry
         renewal try fits in the deadline)."""
         for name in self._fields:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ValidationError("leader election: %s must be a number above 0, not %r" % (name, value))
         if self.lease_seconds <= self.renew_seconds:
             raise ValidationError("leader election: lease_seconds (%s) must be greater than renew_seconds (%s)"

@@ -40,6 +40,11 @@ class Settings:
             env = os.environ.get(self.ENV_PREFIX + key.upper())
             if env is not None:
                 settings[key] = _cast(env, default)
+        wrong = sorted(key for key, default in self.DEFAULTS.items()
+                       if isinstance(default, bool) and not isinstance(settings[key], bool))
+        if wrong:
+            raise ValidationError(["%s config: %s: %r is not true or false" % (self.NAME, key, settings[key])
+                                   for key in wrong])
         self.__dict__.update(settings)
         self.check()
 
@@ -63,7 +68,8 @@ def _cast(text, default):
     true/false; anything else as it is (a bad value is the check's to
     refuse, naming the key)."""
     if isinstance(default, bool):
-        return {"true": True, "false": False}.get(text.strip().lower(), text)
+        word = text.strip().lower()
+        return True if word in ("true", "1", "yes", "on") else False if word in ("false", "0", "no", "off") else text
     for kind in (int, float):
         if isinstance(default, kind):
             try:

@@ -23,7 +23,7 @@ import re
 import threading
 import time
 
-from ..common.errors import DatabaseUnreachable, TransactionFailed, ValidationError
+from ..common.errors import DatabaseUnreachable, Fenced, TransactionFailed, ValidationError
 from .transaction import FunctionCommand, RunSignal, Transaction
 
 try:
@@ -494,6 +494,10 @@ class Database:
         command = txn.add(FunctionCommand(self, function))
         try:
             txn.commit()
+        except Fenced as exc:
+            if self.fence is not None:
+                self.fence.told(exc)        # the lock is let go: it may stop the process
+            raise
         except ovsdbapp_exceptions.TimeoutException:
             raise TransactionFailed("the transaction on %s did not finish within %ss" % (
                 self.remote, self.timeout))

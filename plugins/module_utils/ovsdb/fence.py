@@ -96,11 +96,16 @@ class Fence:
         """Take the next term: one transaction that verifies the row's
         ``external_ids`` and sets the term one higher and this identity as
         its holder. A replica that advanced meanwhile makes the server
-        answer "try again", and it is made anew on the new term. Returns
-        the term taken."""
+        answer "try again", and it is made anew on the new term; each try
+        first asks ``may_act`` (a replica deposed while it took over, or
+        paused in the middle, must not take a term from the one that
+        leads now). Returns once this connection's cache shows the term,
+        so the first guarded transaction sees it."""
         database.wait_for(lambda idl: _singleton(idl) is not None, database.timeout)
 
         def take(idl, txn):
+            if not self.may_act():
+                raise Fenced("%s may not act: no term taken" % self.identity)
             row = _singleton(idl)
             if row is None:
                 raise Fenced("the NB has no %s row yet: ovn-northd has not started it" % TABLE)
@@ -112,7 +117,14 @@ class Fence:
             txn.add_comment(self.comment(term) + " takes over")
             return term
 
-        self.term = database.transact(take, fenced=False)
+        term = database.transact(take, fenced=False)
+        if not database.wait_for(lambda idl: held(idl)[0] >= term, database.timeout):
+            raise Fenced("term %d was taken, but the NB's update did not show it within %ss" % (
+                term, database.timeout))
+        seen = database.read(held)
+        if seen != (term, self.identity):
+            raise Fenced("term %d was taken, and at once overtaken by term %d of %s" % (term, seen[0], seen[1]))
+        self.term = term
         LOG.info("took term %d in the northbound database as %s", self.term, self.identity)
         return self.term
 
@@ -120,7 +132,8 @@ class Fence:
         """``function(idl, txn)`` followed by :meth:`guard`, for
         :meth:`.connection.Database.transact`. A transaction that passed the
         guard, was refused and is made again is counted as refused by the
-        NB when the guard then stops it."""
+        NB when the guard then stops it. ``on_fenced`` is told by the
+        caller, once the connection's lock is let go (:meth:`told`)."""
         passed = []
 
         def run(idl, txn):
@@ -132,11 +145,15 @@ class Fence:
                     self.refused += 1
                 else:
                     self.stopped += 1
-                self.on_fenced(exc)
                 raise
             passed.append(True)
             return result
         return run
+
+    def told(self, exc):
+        """Tell ``on_fenced`` of a refusal, outside the connection's lock
+        (it may stop the whole process)."""
+        self.on_fenced(exc)
 
     def guard(self, idl, txn, after_refusal=False):
         """Raise :class:`Fenced` unless this process may act and the cached
