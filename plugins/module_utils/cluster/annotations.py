@@ -228,6 +228,13 @@ def _check_set(requests, source):
 FORMS = (OVN_NETWORK, NFN_NETWORK, LEGACY)
 
 
+def request_forms(annotations):
+    """``{annotation: value}`` of the request forms a pod carries (its own
+    and Multus'): what a list written for it was derived from."""
+    found = annotations or {}
+    return dict((key, found[key]) for key in FORMS + (MULTUS_NETWORKS,) if key in found)
+
+
 def _entries(annotations, source, default_network):
     if source == OVN_NETWORK:
         return [r for i, e in enumerate(_json(annotations, source)) for r in _requests(e, "%s[%d]" % (OVN_NETWORK, i))]

@@ -35,6 +35,7 @@ LOG = logging.getLogger("ovn4nfv.kube")
 ABSENT = object()
 
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 POD_PATH = "/api/v1/namespaces/{namespace}/pods/{name}"
 
 
@@ -174,8 +175,28 @@ class PodWriter:
             first_timestamp=now, last_timestamp=now,
             source=k8s_client.V1EventSource(component=self.component)))
 
-    def patch(self, meta, body):
-        """A JSON merge patch of the pod, whatever the client's generation.
+    def annotate(self, meta, annotations, read=None):
+        """Write ``annotations`` on the pod of ``meta`` with an RFC 6902
+        JSON Patch that applies only to the very pod read (``test`` of its
+        UID) still asking what it asked when read (``test`` of each of
+        ``read``, ``{annotation: value}``): a pod deleted and made again
+        under its name, or a request changed meanwhile, makes the API
+        server refuse the whole patch (422), and the caller's retry reads
+        the pod anew. So a list written late, by a deposed leader among
+        others, never lands on a pod it was not made for."""
+        def pointer(key):
+            return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+        ops = [{"op": "test", "path": "/metadata/uid", "value": meta.uid}]
+        ops += [{"op": "test", "path": pointer(k), "value": v} for k, v in sorted((read or {}).items())]
+        if meta.annotations:
+            ops += [{"op": "add", "path": pointer(k), "value": v} for k, v in sorted(annotations.items())]
+        else:       # "add" needs the map: a pod read without one gets it whole
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": dict(annotations)})
+        self.patch(meta, ops, JSON_PATCH)
+
+    def patch(self, meta, body, content_type=MERGE_PATCH):
+        """A patch of the pod (a JSON merge patch unless ``content_type``
+        says otherwise), whatever the client's generation.
         Clients that take ``_content_type`` are told the type. The others
         (Debian 12's 22.6 and Debian 13's 30.1) choose it themselves, and
         30.1 chooses a JSON patch for a dict, which an API server refuses:
@@ -187,7 +208,7 @@ class PodWriter:
             self.acting("the patch of pod %s/%s" % (meta.namespace, meta.name))
         if self.content_type is not False:
             try:
-                _drain(self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=MERGE_PATCH,
+                _drain(self.core.patch_namespaced_pod(meta.name, meta.namespace, body, _content_type=content_type,
                                                       _preload_content=False))
                 self.content_type = True
                 return
@@ -197,7 +218,7 @@ class PodWriter:
                 self.content_type = False
         _drain(self.core.api_client.call_api(
             POD_PATH, "PATCH", path_params={"namespace": meta.namespace, "name": meta.name},
-            query_params=[], header_params={"Accept": "application/json", "Content-Type": MERGE_PATCH},
+            query_params=[], header_params={"Accept": "application/json", "Content-Type": content_type},
             body=body, response_type=None, auth_settings=["BearerToken"], _return_http_data_only=True,
             _preload_content=False))
 

@@ -35,7 +35,7 @@ import functools
 import logging
 import threading
 
-from ..cluster import pod_ports, vms
+from ..cluster import annotations, pod_ports, vms
 from ..common.errors import ValidationError
 from ..ovsdb.execution import Batch
 from ..ovsdb.view import View
@@ -232,7 +232,7 @@ class Vms:
             pod_ports.pod_annotations(View(idl), owner, theirs), pod_ports.secured(View(idl), owner, theirs)))
         if patch and secured:
             if any(found.get(k) != v for k, v in patch.items()):
-                watcher.writer.patch(pod.metadata, {"metadata": {"annotations": patch}})
+                watcher.writer.annotate(pod.metadata, patch, annotations.request_forms(found))
             watcher._served(key, (pod.metadata.uid, dict(found, **patch)))
 
     def requeue_launchers(self, namespace, name):

@@ -406,7 +406,7 @@ class Watcher:
             # (a new port has it from the start)
             self._execute(lambda view: pod_ports.plan_port_security(view, owner, requests))
         if any(found.get(k) != v for k, v in patch.items()):
-            self.writer.patch(meta, {"metadata": {"annotations": patch}})
+            self.writer.annotate(meta, patch, annotations.request_forms(found))
         self._served(key, (meta.uid, dict(found, **patch)))
         LOG.info("pod %s: %s", key, ", ".join(
             "%s=%s" % (e["interface"], e["ip_address"])
@@ -419,7 +419,7 @@ class Watcher:
         entries = pod_changes.served(found)      # [] when it does not parse: nothing to shorten
         kept = self.nb.read(lambda idl: pod_ports.surviving_entries(View(idl), owner, requests, entries))
         if len(kept) != len(entries):
-            self.writer.patch(meta, {"metadata": {"annotations": annotations.output_annotations(kept)}})
+            self.writer.annotate(meta, annotations.output_annotations(kept), annotations.request_forms(found))
             LOG.info("pod %s: interfaces on deleted networks dropped from its list; %d left", key, len(kept))
 
     def _await_address(self, key, pod, owner, requests):
