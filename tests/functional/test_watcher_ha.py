@@ -74,6 +74,7 @@ def judge(box, replicas):
     a stale term; each pod interface's port inserted once."""
     records = nb_history.read(os.path.join(box.dir, "ovnnb_db.db"))
     assert nb_history.stale_writes(records) == []
+    assert nb_history.unattributed(records) == [], "a pod port written without a watcher's term"
     counts, terms = nb_history.port_inserts(records)
     assert counts and set(counts.values()) == {1}, dict((k, (v, terms[k])) for k, v in counts.items() if v != 1)
     return nb_history.takeovers(records)
@@ -85,7 +86,8 @@ def test_a_killed_leader_is_replaced(pair):
     other = next(r for r in replicas if r is not first)
     create(api, "before")
     first.annotated("ha", "before")
-    assert "leading as" not in other.log_text(whole=True)       # the standby served nothing
+    assert "serving as the leader" not in other.log_text(whole=True)       # the standby served nothing
+    assert "pod ha/before" not in other.log_text(whole=True)
     killed = time.monotonic()
     first.proc.kill()
     create(api, "after")
@@ -121,8 +123,7 @@ def test_a_paused_leader_wakes_fenced_and_exits(pair):
     takeovers = judge(box, replicas)
     assert takeovers == [(1, identity(first)), (2, identity(other))]
     # each pod was told one list, never rewritten by the woken one
-    lists = set(api.pod("ha", n)["metadata"]["annotations"]["ovnIfaceList"] for n in names)
-    assert len(lists) == len(names)
+    assert [len(api.iface_lists[("ha", n)]) for n in names] == [1] * len(names), api.iface_lists
 
 
 def test_a_stopped_leader_hands_over_at_once(pair):

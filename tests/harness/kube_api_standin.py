@@ -583,6 +583,7 @@ class KubeAPIStandIn:
         self.connections = set()     # open client sockets, closed by go_away
         self.created_at = {}         # (ns, name) -> monotonic time, for benchmarks
         self.annotated_at = {}       # (ns, name) -> first patch that wrote ovnIfaceList
+        self.iface_lists = {}        # (ns, name) -> every value ovnIfaceList took, in order (a change appended)
         self.stopping = False
         self.tokens = {}             # bearer token -> (user, [groups])
         self.roles = {}              # (kind, namespace or None, name) -> rules
@@ -1211,8 +1212,12 @@ class KubeAPIStandIn:
                 raise Invalid("Pod", name, [("metadata.uid", "FieldValueInvalid",
                                              'Invalid value: "%s": field is immutable' % uid)])
             patched["metadata"]["uid"] = pod["metadata"]["uid"]
-            if "ovnIfaceList" in (patched["metadata"].get("annotations") or {}):
+            written = (patched["metadata"].get("annotations") or {}).get("ovnIfaceList")
+            if written is not None:
                 self.annotated_at.setdefault((namespace, name), time.monotonic())
+                values = self.iface_lists.setdefault((namespace, name), [])
+                if not values or values[-1] != written:
+                    values.append(written)
             self.pods[(namespace, name)] = patched
             self._bump("MODIFIED", patched)
             return copy.deepcopy(patched)

@@ -129,3 +129,22 @@ def live_twice(records):
             if live[key] > 1:
                 twice.append(key)
     return twice
+
+
+def unattributed(records):
+    """The records that inserted or deleted a pod port with no watcher's
+    term in their comment: a write that went round the fence."""
+    out, pod_ports = [], set()
+    for record in records:
+        touched = False
+        for uuid, row in record.tables.get("Logical_Switch_Port", {}).items():
+            if row is None:
+                touched = touched or uuid in pod_ports
+                pod_ports.discard(uuid)
+            elif uuid not in pod_ports and _ids(row).get(marks.ROLE) == marks.ROLE_POD:
+                pod_ports.add(uuid)
+                touched = True
+        if touched and record.term is None:
+            out.append(record)
+    return out
+
