@@ -106,6 +106,16 @@ def holder(api):
     return None if lease is None else lease["spec"].get("holderIdentity", "")
 
 
+def cut_api(api, cut, on):
+    """The API gone (``go_away``: connections refused) or stalled on the
+    Lease (``hold``: requests held unanswered), or back."""
+    if cut == "go_away":
+        (api.go_away if on else api.come_back)()
+        return
+    for method in ("GET", "PUT"):
+        api.hold_matching(method, LEASE_PATH, 3600 if on else 0)
+
+
 def start(*replicas):
     for replica in replicas:
         replica.elector.start()
@@ -156,21 +166,13 @@ def test_a_leader_cut_from_the_api_loses_and_stops_acting(cluster, cut):
     standby = [r for r in pair if r is not leader][0]
     assert until(changed, lambda: holder(api) == leader.identity and leader.elector.acting())
     cut_at = time.monotonic()
-    if cut == "go_away":
-        api.go_away()
-    else:
-        api.hold_matching("GET", LEASE_PATH, 3600)
-        api.hold_matching("PUT", LEASE_PATH, 3600)
+    cut_api(api, cut, True)
     assert until(changed, lambda: leader.lost), "the leader never lost"
     reason, lost_at = leader.lost[0]
     assert "no renewal succeeded" in reason and not leader.elector.acting()
     print("election: %s lost_s=%.2f (renew deadline %.1f s)" % (cut, lost_at - cut_at, TIMING.renew_seconds))
     back_at = time.monotonic()
-    if cut == "go_away":
-        api.come_back()
-    else:
-        api.hold_matching("GET", LEASE_PATH, 0)
-        api.hold_matching("PUT", LEASE_PATH, 0)
+    cut_api(api, cut, False)
     assert until(changed, lambda: standby.acquired_at), "the standby never led"
     print("election: %s takeover_s=%.2f after the cut, %.2f after the API came back" % (
         cut, standby.acquired_at - cut_at, standby.acquired_at - back_at))

@@ -48,6 +48,37 @@ def history(box):
             if line.startswith("record ") and '"%s' % marks.TERM_COMMENT in line]
 
 
+def paused_first_try(db, plan, meanwhile):
+    """``db.transact`` of ``plan(idl, txn)`` in a thread; its first try,
+    once planned, holds (with the connection's lock, its cache still, as a
+    stopped process would) while ``meanwhile()`` runs. Returns what each
+    try's ``plan`` returned, and the outcome: "committed" or the Fenced."""
+    planned, resume, runs, outcome = threading.Event(), threading.Event(), [], []
+
+    def paused(idl, txn):
+        runs.append(plan(idl, txn))
+        if len(runs) == 1:
+            planned.set()
+            assert resume.wait(30)
+
+    def run():
+        try:
+            db.transact(paused)
+            outcome.append("committed")
+        except Fenced as exc:
+            outcome.append(exc)
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        assert planned.wait(30)
+        meanwhile()
+    finally:
+        resume.set()
+        thread.join(30)
+    assert len(outcome) == 1, outcome
+    return runs, outcome[0]
+
+
 @pytest.fixture
 def two(sandbox):
     """Two watcher processes' connections, A and B, each with its fence."""
@@ -70,33 +101,15 @@ def test_paused_leader_is_refused_by_the_nb(two):
     box, (db_a, db_b), (fence_a, fence_b) = two
     assert fence_a.advance(db_a) == 1
     db_a.transact(add_switch("written-by-a-term-1"))
-    planned, resume = threading.Event(), threading.Event()
-    runs = []
+    taken = []
 
-    def paused(idl, txn):
+    def stale(idl, txn):
         add_switch("stale-from-a")(idl, txn)
-        runs.append(nb_fence.held(idl))
-        if len(runs) == 1:
-            planned.set()
-            assert resume.wait(30)
-    outcome = []
-
-    def run_a():
-        try:
-            db_a.transact(paused)
-            outcome.append("committed")
-        except Fenced as exc:
-            outcome.append(exc)
-    thread = threading.Thread(target=run_a)
-    thread.start()
-    try:
-        assert planned.wait(30)
-        assert fence_b.advance(db_b) == 2          # B takes over while A sleeps
-    finally:
-        resume.set()
-        thread.join(30)
-    assert len(outcome) == 1 and isinstance(outcome[0], Fenced), outcome
-    assert outcome[0].refused, "the NB itself must have refused it: it left under term 1"
+        return nb_fence.held(idl)
+    runs, outcome = paused_first_try(db_a, stale, lambda: taken.append(fence_b.advance(db_b)))
+    assert taken == [2]         # B took over while A slept
+    assert isinstance(outcome, Fenced), outcome
+    assert outcome.refused, "the NB itself must have refused it: it left under term 1"
     assert runs[0] == (1, fence_a.identity) and runs[-1] == (2, fence_b.identity), runs
     assert (fence_a.refused, fence_a.stopped) == (1, 0)
     assert "stale-from-a" not in switches(box)
@@ -150,23 +163,9 @@ def test_a_foreign_key_costs_a_retry_not_a_failure(two):
     again on the new map it commits, since the term is still A's."""
     box, (db_a, _db_b), (fence_a, _fence_b) = two
     fence_a.advance(db_a)
-    planned, resume = threading.Event(), threading.Event()
-    runs = []
-
-    def paused(idl, txn):
-        add_switch("after-foreign")(idl, txn)
-        runs.append(1)
-        if len(runs) == 1:
-            planned.set()
-            assert resume.wait(30)
-    thread = threading.Thread(target=db_a.transact, args=(paused,))
-    thread.start()
-    try:
-        assert planned.wait(30)
-        box.nbctl("set", "NB_Global", ".", "external_ids:other-cms=1")
-    finally:
-        resume.set()
-        thread.join(30)
+    runs, outcome = paused_first_try(db_a, add_switch("after-foreign"), lambda: box.nbctl(
+        "set", "NB_Global", ".", "external_ids:other-cms=1"))
+    assert outcome == "committed"
     assert len(runs) == 2, "the first try must have been refused for the changed map"
     assert "after-foreign" in switches(box)
     assert (fence_a.refused, fence_a.stopped) == (0, 0)
@@ -229,24 +228,12 @@ def test_python_ovs_sends_no_wait_for_a_lone_verify(sandbox):
     it meanwhile does not stop the transaction. If a release of python-ovs
     sends it, this fails: the enrolment is then no longer needed."""
     with connect(sandbox) as db:
-        planned, resume = threading.Event(), threading.Event()
-        runs = []
-
         def verify_only(idl, txn):
             row = next(iter(idl.tables["NB_Global"].rows.values()))
             row.verify("external_ids")
             add_switch("despite-the-change")(idl, txn)
-            runs.append(1)
-            if len(runs) == 1:
-                planned.set()
-                assert resume.wait(30)
-        thread = threading.Thread(target=db.transact, args=(verify_only,))
-        thread.start()
-        try:
-            assert planned.wait(30)
-            sandbox.nbctl("set", "NB_Global", ".", "external_ids:changed=1")
-        finally:
-            resume.set()
-            thread.join(30)
-    assert runs == [1], "python-ovs now sends the wait of a verified row: drop fence._enrol"
+        runs, outcome = paused_first_try(db, verify_only, lambda: sandbox.nbctl(
+            "set", "NB_Global", ".", "external_ids:changed=1"))
+        assert outcome == "committed"
+    assert len(runs) == 1, "python-ovs now sends the wait of a verified row: drop fence._enrol"
     assert "despite-the-change" in switches(sandbox)
