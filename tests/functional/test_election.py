@@ -271,4 +271,3 @@ def test_a_leader_that_cannot_serve_past_its_grace_releases_the_lease(cluster):
     assert until(changed, lambda: standby.acquired_at)
     print("\ngrace: lost %.2f s after it could not serve; the standby took over %.2f s after that" % (
         leader.lost[0][1] - sick_at, standby.acquired_at - leader.lost[0][1]))
-

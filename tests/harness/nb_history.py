@@ -147,4 +147,3 @@ def unattributed(records):
         if touched and record.term is None:
             out.append(record)
     return out
-
