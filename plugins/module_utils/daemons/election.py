@@ -75,11 +75,20 @@ class LeaseStore:
         self.client = _without_retries(api_client)
         self.api = k8s_client.CoordinationV1Api(self.client)
 
+    def _bound(self, timeout):
+        """The client's ``_request_timeout``: a (connect, read) pair, which
+        every client generation applies. Debian's 22.6 and 30.1 apply a
+        bare number only when it is an int, and ignore a float: a Lease
+        request to a stalled API then never ended (measured in Debian 13's
+        core tests)."""
+        seconds = timeout or self.timeout
+        return (seconds, seconds)
+
     def get(self, timeout=None):
         """The Lease, or None when there is none."""
         try:
             response = self.api.read_namespaced_lease(self.name, self.namespace, _preload_content=False,
-                                                      _request_timeout=timeout or self.timeout)
+                                                      _request_timeout=self._bound(timeout))
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -91,7 +100,7 @@ class LeaseStore:
         body = {"apiVersion": API_VERSION, "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace}, "spec": record.to_spec()}
         return json.loads(self.api.create_namespaced_lease(
-            self.namespace, body, _preload_content=False, _request_timeout=timeout or self.timeout).data)
+            self.namespace, body, _preload_content=False, _request_timeout=self._bound(timeout)).data)
 
     def replace(self, current, record, timeout=None):
         """Write ``record`` over ``current`` (the Lease as read), on the
@@ -100,7 +109,7 @@ class LeaseStore:
         body = {"apiVersion": API_VERSION, "kind": "Lease", "metadata": current["metadata"],
                 "spec": record.to_spec()}
         return json.loads(self.api.replace_namespaced_lease(
-            self.name, self.namespace, body, _preload_content=False, _request_timeout=timeout or self.timeout).data)
+            self.name, self.namespace, body, _preload_content=False, _request_timeout=self._bound(timeout)).data)
 
     def holder(self, timeout=None):
         """Who holds the Lease now: its holderIdentity, "" when released,
