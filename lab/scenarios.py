@@ -12,7 +12,7 @@ from lab import credentials, host, hotplug as hotplug_checks, layout as seed, pr
 from lab.containers import up, wait_booted
 from lab.host import exec_in, log, podman
 from lab.playbooks import audit_findings, changed, matrix, picture_line, playbook, traces
-from lab.workload import kubelet, node_of, run_pods, tenants, verify_vars, with_labels, workloads
+from lab.workload import central_ctl, kubelet, node_of, run_pods, tenants, verify_vars, with_labels, workloads
 
 WATCHER_UNIT, AGENT_UNIT = "ovn4nfv-watcher", "ovn4nfv-agent"
 VICTIM = "chaos-victim"
@@ -165,11 +165,10 @@ def injections(session):
     chaos's victim pod sits on the second worker."""
     lay = session.layout
     victim, first, second = lay.workers[1], session.container(lay.workers[0]), session.container(lay.workers[1])
-    master = session.container(lay.central[0])
-    ports = exec_in(master, "ovn-nbctl", "--bare", "--columns=name", "find", "Logical_Switch_Port",
-                    "external_ids:ovn4nfv-pod-name=pod-w1a").stdout.split()
+    ports = central_ctl(session, "ovn-nbctl", "--bare", "--columns=name", "find", "Logical_Switch_Port",
+                        "external_ids:ovn4nfv-pod-name=pod-w1a").stdout.split()
     made = [("a pod's port deleted by hand", "missing_port", ports[0])]
-    exec_in(master, "ovn-nbctl", "lsp-del", ports[0])
+    central_ctl(session, "ovn-nbctl", "lsp-del", ports[0])
     kubelet(session, victim, "vanish", VICTIM)
     made.append(("a pod's namespace gone without a CNI DEL", "dead_interface", VICTIM))
     ghost = str(uuid.uuid4())
@@ -177,7 +176,7 @@ def injections(session):
             "chaos-stray", "type=internal", "external_ids:iface-id=default_chaos-ghost_eth0",
             "external_ids:ovn4nfv-container-id=chaos", "external_ids:ovn4nfv-pod-uid=" + ghost)
     made.append(("a stray OVS port, a gone pod's", "stray_interface", "chaos-stray"))
-    exec_in(master, "ovn-sbctl", "chassis-add", "chaos-gone", "geneve", lay.underlay_address(99))
+    central_ctl(session, "ovn-sbctl", "chassis-add", "chaos-gone", "geneve", lay.underlay_address(99))
     made.append(("a chassis whose node is gone", "stale_chassis", "chaos-gone"))
     exec_in(second, "ip", "link", "set", "br-phy", "down")
     made.append(("%s's tunnel down (br-phy)" % lay.workers[1], "tunnel_down", "br-phy"))
