@@ -190,8 +190,9 @@ lab-chaos: venv
 	$(LAB_PY) chaos
 
 # A lab with several masters (INVENTORY=playbooks/inventory/ha.yml): the
-# leading watcher SIGKILLed, then SIGSTOPped, while pods are made; each
-# fault timed to the first pod served after it (lab/failover.py).
+# leading watcher SIGKILLed, then SIGSTOPped, then its master cut off,
+# while pods are made; each fault timed to the first pod served after it
+# (lab/failover.py).
 lab-failover: venv
 	$(LAB_PY) failover
 

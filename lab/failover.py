@@ -29,7 +29,7 @@ SERVED_S = 60           # a pod not served this long after the fault is lost
 CREATOR_S = 600         # the creator's bound, whatever happens here
 STATE, STOP = "/run/ovn4nfv-failover.json", "/run/ovn4nfv-failover.stop"
 # the design's faults this command does not make yet (docs/design/38-ha-control-plane.md)
-NOT_MADE = ("partition", "nb_leader")
+NOT_MADE = ("nb_leader",)
 
 
 def main_pid(session, host):
@@ -220,13 +220,36 @@ def stop(session, creator, previous):
             "fenced": len(fenced)}
 
 
+def partition(session, creator, previous):
+    """The leading watcher's master cut off: ``ip link set br-phy down``
+    there (its kernel stack holds the underlay address on the userspace
+    datapath: the API, its RAFT peers and the watchers are cut; masters
+    carry no pods), restored once another leads. The cut-off watcher
+    cannot renew: it ends (exit 3) and systemd starts it again, a standby
+    once it is back."""
+    lead = settle(session, creator, before=previous)
+    name = session.container(lead["leader"])
+    moment = time.time()
+    try:
+        exec_in(name, "ip", "link", "set", "br-phy", "down")
+        sent = time.time()
+        log("failover: %s cut off (br-phy down; its watcher %s)" % (lead["leader"], lead["holder"]))
+        seconds = until(lambda: creator.first_after(moment, sent), SERVED_S)
+        taken = until(lambda: holder(session) not in ("", lead["holder"]), SERVED_S)
+    finally:
+        exec_in(name, "ip", "link", "set", "br-phy", "up")
+    log("failover: %s back (another took the Lease: %s)" % (lead["leader"], bool(taken)))
+    return {"fault": "partition", "seconds": seconds, "from": lead["holder"]}
+
+
 def run(session):
     """``make lab-failover``: a creator makes pods; the leading watcher is
     SIGKILLed, then (once the lab settled) the next one SIGSTOPped and
-    continued after the takeover. Prints ``failover: kill_s= stop_s=
-    double_writes= lost=``: each fault to the first list written for a
-    pod made after it; pods whose list took two values; pods not deleted
-    and never served within SERVED_S of the creator's end."""
+    continued after the takeover, then the next one's master cut off and
+    restored after the takeover. Prints ``failover: kill_s= stop_s=
+    partition_s= double_writes= lost=``: each fault to the first list
+    written for a pod made after it; pods whose list took two values; pods
+    not deleted and never served within SERVED_S of the creator's end."""
     lay = session.layout
     if len(lay.masters) < 2:
         raise SystemExit("lab: failover needs several masters (INVENTORY=playbooks/inventory/ha.yml), not %d"
@@ -238,6 +261,7 @@ def run(session):
     try:
         faults.append(kill(session, creator))
         faults.append(stop(session, creator, faults[0]["from"]))
+        faults.append(partition(session, creator, faults[1]["from"]))
         after = settle(session, creator)
     finally:
         record = creator.finish()
@@ -245,7 +269,7 @@ def run(session):
     pods = record["pods"]
     double = sorted(n for n, p in pods.items() if len(p["values"]) > 1)
     lost = sorted(n for n, p in pods.items() if p["first"] is None and p["deleted"] is None)
-    kill_s, stop_s = faults[0]["seconds"], faults[1]["seconds"]
+    kill_s, stop_s, partition_s = (f["seconds"] for f in faults)
     stale = faults[1]["exit"]
     for name in double:
         print("double write: %s took %s" % (name, " then ".join(pods[name]["values"])))
@@ -256,7 +280,10 @@ def run(session):
     print(after["row"])
     print("failover: pods=%d deleted=%d stopped_exit=%s stale_fenced_lines=%d not_made=%s" % (
         len(pods), sum(1 for p in pods.values() if p["deleted"]), stale, faults[1]["fenced"], ",".join(NOT_MADE)))
-    print("failover: kill_s=%s stop_s=%s double_writes=%d lost=%d" % (
-        "%.1f" % kill_s if kill_s is not None else "none", "%.1f" % stop_s if stop_s is not None else "none",
-        len(double), len(lost)))
-    return 0 if kill_s is not None and stop_s is not None and not double and not lost and stale == "3" else 1
+    print("failover: kill_s=%s stop_s=%s partition_s=%s double_writes=%d lost=%d" % (
+        figure(kill_s), figure(stop_s), figure(partition_s), len(double), len(lost)))
+    return 0 if all(f["seconds"] is not None for f in faults) and not double and not lost and stale == "3" else 1
+
+
+def figure(seconds):
+    return "%.1f" % seconds if seconds is not None else "none"

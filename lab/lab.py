@@ -154,8 +154,8 @@ COMMANDS = {
     "migrate": (migrate, "live-migrate the lab's VM to the other worker and back, probed from the master; "
                          "its last line: migration: lost= sent= interruption_ms= tcp_survived="),
     "failover": (check_failover, "with several masters: pods made while the leading watcher is SIGKILLed, then "
-                                 "SIGSTOPped and continued; its last line: failover: kill_s= stop_s= "
-                                 "double_writes= lost="),
+                                 "SIGSTOPped and continued, then its master cut off (br-phy down) and restored; "
+                                 "its last line: failover: kill_s= stop_s= partition_s= double_writes= lost="),
     "providers": (check_providers, "check the provider networks from outside: the fabric's VLANs, no NAT, "
                                    "isolation, a VNF's trunk, the master's refusal; its last line: providers: provider_ok="),
     "hotplug": (check_hotplug, "a running pod gains a second network and loses it while its first carries "
