@@ -17,8 +17,9 @@ import subprocess
 import time
 
 from lab import layout as seed
-from lab.host import exec_in, kubelet_argv, log
-from lab.workload import central_ctl, kubelet, raft_role, until
+from lab.containers import wait_booted
+from lab.host import exec_in, kubelet_argv, log, podman
+from lab.workload import central_ctl, central_leader, kubelet, raft_role, until
 
 WATCHER_UNIT = "ovn4nfv-watcher"
 LEASE = "kube-system/ovn4nfv-watcher"
@@ -28,8 +29,8 @@ SETTLE_S = 60           # a lab settles (a leader, every standby, every pod serv
 SERVED_S = 60           # a pod not served this long after the fault is lost
 CREATOR_S = 600         # the creator's bound, whatever happens here
 STATE, STOP = "/run/ovn4nfv-failover.json", "/run/ovn4nfv-failover.stop"
-# the design's faults this command does not make yet (docs/design/38-ha-control-plane.md)
-NOT_MADE = ("nb_leader",)
+BOOT_S = 180           # a master powered on again settles within this
+MOVES = 6               # graceful restarts to bring the Lease to the NB leader's master, at most
 
 
 def main_pid(session, host):
@@ -160,7 +161,7 @@ class Creator:
         exec_in(self.name, *(self.argv + ["clean"]), check=False)
 
 
-def settle(session, creator, before=None):
+def settle(session, creator, before=None, seconds=SETTLE_S):
     """A settled lab: a leader other than ``before`` (an identity), every
     other master standing by, every RAFT member of the NB in the cluster,
     every pod served; bounded. Returns :func:`leadership`'s answer."""
@@ -170,10 +171,10 @@ def settle(session, creator, before=None):
         found = leadership(session)
         raft = all(raft_role(session, h) in ("leader", "follower") for h in central)
         return found if found["ok"] and found["holder"] != before and raft and creator.settled() else None
-    found = until(look, SETTLE_S)
+    found = until(look, seconds)
     if not found:
         last = leadership(session)
-        raise SystemExit("lab: the lab did not settle in %d s: %s" % (SETTLE_S, last["row"]))
+        raise SystemExit("lab: the lab did not settle in %d s: %s" % (seconds, last["row"]))
     return found
 
 
@@ -242,12 +243,57 @@ def partition(session, creator, previous):
     return {"fault": "partition", "seconds": seconds, "from": lead["holder"]}
 
 
+def new_holder(session, old):
+    """The Lease's holder once it is neither released nor ``old``, else None."""
+    found = holder(session)
+    return found if found not in ("", old) else None
+
+
+def nb_leader(session, creator, previous):
+    """The watcher's leader and the NB's RAFT leader lost together
+    (Kube-OVN #7497): the Lease brought to the NB leader's master by
+    graceful restarts of the leading watcher (it releases the Lease; the
+    first one timed, ``release_s``), then that master "powered off":
+    br-phy down first, then its container killed (SIGKILL), so no FIN or
+    RST reaches a peer; started again and booted, its RAFT members back."""
+    lead = settle(session, creator, before=previous)
+    target = central_leader(session)
+    released, moves = None, 0
+    while lead["leader"] != target and moves < MOVES:
+        moves += 1
+        moment = time.time()
+        exec_in(session.container(lead["leader"]), "systemctl", "restart", WATCHER_UNIT)
+        sent = time.time()
+        log("failover: %s's watcher restarted (%s releases the Lease)" % (lead["leader"], lead["holder"]))
+        taken = until(lambda: creator.first_after(moment, sent), SERVED_S)
+        released = taken if released is None else released
+        lead = settle(session, creator, before=lead["holder"])
+        target = central_leader(session)
+    if lead["leader"] != target:
+        raise SystemExit("lab: the Lease did not come to the NB leader's master %s in %d restarts" % (target, MOVES))
+    name = session.container(target)
+    moment = time.time()
+    try:
+        exec_in(name, "ip", "link", "set", "br-phy", "down")
+        podman("kill", "-s", "KILL", name, capture=True)
+        sent = time.time()
+        log("failover: %s powered off (the NB leader, its watcher %s)" % (target, lead["holder"]))
+        seconds = until(lambda: creator.first_after(moment, sent), SERVED_S)
+    finally:
+        podman("start", name, capture=True)
+        wait_booted(name)
+    log("failover: %s powered on and booted" % target)
+    settle(session, creator, before=lead["holder"], seconds=BOOT_S)
+    return {"fault": "nb_leader", "seconds": seconds, "from": lead["holder"], "release": released, "moves": moves}
+
+
 def run(session):
     """``make lab-failover``: a creator makes pods; the leading watcher is
     SIGKILLed, then (once the lab settled) the next one SIGSTOPped and
     continued after the takeover, then the next one's master cut off and
-    restored after the takeover. Prints ``failover: kill_s= stop_s=
-    partition_s= double_writes= lost=``: each fault to the first list
+    restored after the takeover, then the Lease brought to the NB's RAFT
+    leader and that master powered off and on. Prints ``failover: kill_s=
+    stop_s= partition_s= nb_leader_s= double_writes= lost=``: each fault to the first list
     written for a pod made after it; pods whose list took two values; pods
     not deleted and never served within SERVED_S of the creator's end."""
     lay = session.layout
@@ -262,6 +308,7 @@ def run(session):
         faults.append(kill(session, creator))
         faults.append(stop(session, creator, faults[0]["from"]))
         faults.append(partition(session, creator, faults[1]["from"]))
+        faults.append(nb_leader(session, creator, faults[2]["from"]))
         after = settle(session, creator)
     finally:
         record = creator.finish()
@@ -269,7 +316,7 @@ def run(session):
     pods = record["pods"]
     double = sorted(n for n, p in pods.items() if len(p["values"]) > 1)
     lost = sorted(n for n, p in pods.items() if p["first"] is None and p["deleted"] is None)
-    kill_s, stop_s, partition_s = (f["seconds"] for f in faults)
+    kill_s, stop_s, partition_s, nb_leader_s = (f["seconds"] for f in faults)
     stale = faults[1]["exit"]
     for name in double:
         print("double write: %s took %s" % (name, " then ".join(pods[name]["values"])))
@@ -278,10 +325,11 @@ def run(session):
     for error in record["errors"]:
         print("creator: %s" % error)
     print(after["row"])
-    print("failover: pods=%d deleted=%d stopped_exit=%s stale_fenced_lines=%d not_made=%s" % (
-        len(pods), sum(1 for p in pods.values() if p["deleted"]), stale, faults[1]["fenced"], ",".join(NOT_MADE)))
-    print("failover: kill_s=%s stop_s=%s partition_s=%s double_writes=%d lost=%d" % (
-        figure(kill_s), figure(stop_s), figure(partition_s), len(double), len(lost)))
+    print("failover: pods=%d deleted=%d lease_moves=%d release_s=%s stopped_exit=%s stale_fenced_lines=%d" % (
+        len(pods), sum(1 for p in pods.values() if p["deleted"]), faults[3]["moves"], figure(faults[3]["release"]),
+        stale, faults[1]["fenced"]))
+    print("failover: kill_s=%s stop_s=%s partition_s=%s nb_leader_s=%s double_writes=%d lost=%d" % (
+        figure(kill_s), figure(stop_s), figure(partition_s), figure(nb_leader_s), len(double), len(lost)))
     return 0 if all(f["seconds"] is not None for f in faults) and not double and not lost and stale == "3" else 1
 
 
