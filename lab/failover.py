@@ -141,12 +141,15 @@ class Creator:
         served = [p["first"] for p in self.state()["pods"].values() if p["created"] > sent and p["first"]]
         return min(served) - moment if served else None
 
-    def settled(self):
-        """Every pod made more than a second ago that is not deleted has its list."""
+    def unserved(self):
+        """The pods made more than a second ago, not deleted, without their list."""
         now = time.time()
-        pods = self.state()["pods"]
-        return pods and not [n for n, p in pods.items() if p["first"] is None and p["deleted"] is None
-                             and p["created"] < now - 1]
+        return sorted(n for n, p in self.state()["pods"].items() if p["first"] is None and p["deleted"] is None
+                      and p["created"] < now - 1)
+
+    def settled(self):
+        """Pods were made, and every one made more than a second ago that is not deleted has its list."""
+        return bool(self.state()["pods"]) and not self.unserved()
 
     def finish(self):
         """The creator stopped; its last record (it waits, bounded, for
@@ -173,9 +176,17 @@ def settle(session, creator, before=None, seconds=SETTLE_S):
         return found if found["ok"] and found["holder"] != before and raft and creator.settled() else None
     found = until(look, seconds)
     if not found:
-        last = leadership(session)
-        raise SystemExit("lab: the lab did not settle in %d s: %s" % (seconds, last["row"]))
+        roles = ", ".join("%s %s" % (h, raft_role(session, h)) for h in central)
+        raise SystemExit("lab: the lab did not settle in %d s: %s; the NB's RAFT roles: %s; pods without their "
+                         "list: %s" % (seconds, leadership(session)["row"], roles,
+                                       " ".join(creator.unserved()) or "none"))
     return found
+
+
+def new_holder(session, old):
+    """The Lease's holder once it is neither released nor ``old``, else None."""
+    found = holder(session)
+    return found if found not in ("", old) else None
 
 
 def signal(session, host, name):
@@ -205,7 +216,7 @@ def stop(session, creator, previous):
         sent = time.time()
         log("failover: SIGSTOP of %s's watcher (%s, pid %d)" % (host, lead["holder"], pid))
         seconds = until(lambda: creator.first_after(moment, sent), SERVED_S)
-        taken = until(lambda: holder(session) not in ("", lead["holder"]), SERVED_S)
+        taken = until(lambda: new_holder(session, lead["holder"]), SERVED_S)
     finally:
         woken = time.time()
         signal(session, host, "SIGCONT")
@@ -236,17 +247,11 @@ def partition(session, creator, previous):
         sent = time.time()
         log("failover: %s cut off (br-phy down; its watcher %s)" % (lead["leader"], lead["holder"]))
         seconds = until(lambda: creator.first_after(moment, sent), SERVED_S)
-        taken = until(lambda: holder(session) not in ("", lead["holder"]), SERVED_S)
+        taken = until(lambda: new_holder(session, lead["holder"]), SERVED_S)
     finally:
         exec_in(name, "ip", "link", "set", "br-phy", "up")
     log("failover: %s back (another took the Lease: %s)" % (lead["leader"], bool(taken)))
     return {"fault": "partition", "seconds": seconds, "from": lead["holder"]}
-
-
-def new_holder(session, old):
-    """The Lease's holder once it is neither released nor ``old``, else None."""
-    found = holder(session)
-    return found if found not in ("", old) else None
 
 
 def nb_leader(session, creator, previous):
@@ -303,34 +308,39 @@ def run(session):
     creator = Creator(session)
     creator.clean()
     creator.start()
-    faults = []
+    faults, failed = [], None
     try:
         faults.append(kill(session, creator))
         faults.append(stop(session, creator, faults[0]["from"]))
         faults.append(partition(session, creator, faults[1]["from"]))
         faults.append(nb_leader(session, creator, faults[2]["from"]))
-        after = settle(session, creator)
+        settle(session, creator)
+    except SystemExit as exc:
+        failed = str(exc)           # what was recorded until then is still told
     finally:
         record = creator.finish()
         creator.clean()
     pods = record["pods"]
     double = sorted(n for n, p in pods.items() if len(p["values"]) > 1)
     lost = sorted(n for n, p in pods.items() if p["first"] is None and p["deleted"] is None)
-    kill_s, stop_s, partition_s, nb_leader_s = (f["seconds"] for f in faults)
-    stale = faults[1]["exit"]
+    seconds = dict((f["fault"], f["seconds"]) for f in faults)
+    stale = faults[1]["exit"] if len(faults) > 1 else None
     for name in double:
         print("double write: %s took %s" % (name, " then ".join(pods[name]["values"])))
     if lost:
         print("lost: %s" % ", ".join(lost))
     for error in record["errors"]:
         print("creator: %s" % error)
-    print(after["row"])
-    print("failover: pods=%d deleted=%d lease_moves=%d release_s=%s stopped_exit=%s stale_fenced_lines=%d" % (
-        len(pods), sum(1 for p in pods.values() if p["deleted"]), faults[3]["moves"], figure(faults[3]["release"]),
-        stale, faults[1]["fenced"]))
+    print(failed or leadership(session)["row"])
+    moved = faults[3] if len(faults) > 3 else {}
+    print("failover: pods=%d deleted=%d lease_moves=%s release_s=%s stopped_exit=%s stale_fenced_lines=%s" % (
+        len(pods), sum(1 for p in pods.values() if p["deleted"]), moved.get("moves", "none"),
+        figure(moved.get("release")), stale, faults[1]["fenced"] if len(faults) > 1 else "none"))
     print("failover: kill_s=%s stop_s=%s partition_s=%s nb_leader_s=%s double_writes=%d lost=%d" % (
-        figure(kill_s), figure(stop_s), figure(partition_s), figure(nb_leader_s), len(double), len(lost)))
-    return 0 if all(f["seconds"] is not None for f in faults) and not double and not lost and stale == "3" else 1
+        figure(seconds.get("kill")), figure(seconds.get("stop")), figure(seconds.get("partition")),
+        figure(seconds.get("nb_leader")), len(double), len(lost)))
+    return 0 if not failed and all(f["seconds"] is not None for f in faults) and not double and not lost \
+        and stale == "3" else 1
 
 
 def figure(seconds):
