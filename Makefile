@@ -22,7 +22,7 @@ INVENTORY ?=
 LAB_PY = $(PY) -m lab --debian $(DEBIAN) $(if $(INVENTORY),--inventory $(INVENTORY))
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
-.PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-chaos lab-down clean
+.PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-chaos lab-failover lab-down clean
 
 deps:
 	.ci/install-deps
@@ -188,6 +188,13 @@ lab-reboot: venv
 # repair, audit again and verify (lab.py chaos says which and why).
 lab-chaos: venv
 	$(LAB_PY) chaos
+
+# A lab with several masters (INVENTORY=playbooks/inventory/ha.yml): the
+# leading watcher SIGKILLed, then SIGSTOPped, then its master cut off,
+# while pods are made; each fault timed to the first pod served after it
+# (lab/failover.py).
+lab-failover: venv
+	$(LAB_PY) failover
 
 lab-down:
 	$(BASE_PYTHON) -m lab down

@@ -33,6 +33,9 @@ sandbox and network namespace and calls the CNI plugin itself.
     kubelet.py events POD REASON           the messages of the pod's Events of
                                            REASON (about this pod, by its UID),
                                            once there is one, or none after 10 s
+    kubelet.py lease NAMESPACE/NAME        the Lease's spec (holderIdentity,
+                                           leaseTransitions...), null when
+                                           there is none
     kubelet.py policies SPEC_JSON          make namespaces (with labels) and
                                            MultiNetworkPolicies as a tenant's
                                            kubectl would: each created, or,
@@ -115,14 +118,20 @@ def api_url():
         return handle.read().strip()
 
 
-def api(method, path, body=None, content_type="application/json"):
+def open_api(method, path, body=None, content_type="application/json", timeout=10):
+    """The API's response to the request (open: a watch is read as it
+    comes), as the lab's admin."""
     data = json.dumps(body).encode() if body is not None else None
     with open(os.path.join(CREDENTIALS, "admin.token")) as handle:
         token = handle.read().strip()
     request = urllib.request.Request(api_url() + path, data=data, method=method,
                                      headers={"Content-Type": content_type, "Authorization": "Bearer " + token})
     context = ssl.create_default_context(cafile=os.path.join(CREDENTIALS, "ca.crt"))
-    with urllib.request.urlopen(request, timeout=10, context=context) as response:
+    return urllib.request.urlopen(request, timeout=timeout, context=context)
+
+
+def api(method, path, body=None, content_type="application/json"):
+    with open_api(method, path, body, content_type) as response:
         return json.loads(response.read() or b"null")
 
 
@@ -263,6 +272,16 @@ def events(ref, reason, seconds=10):
         if found or time.monotonic() >= deadline:
             return found
         time.sleep(0.2)
+
+
+def lease(ref):
+    """The Lease ``NAMESPACE/NAME``'s spec, or None when there is none."""
+    try:
+        return api("GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % pod_ref(ref))["spec"]
+    except urllib.error.HTTPError as exc:
+        if exc.code != 404:
+            raise
+    return None
 
 
 def register(address):
@@ -459,6 +478,8 @@ def main(argv):
         result = events(argv[2], argv[3])
     elif argv[1] == "register":
         result = register(argv[2])
+    elif argv[1] == "lease" and len(argv) == 3:
+        result = lease(argv[2])
     elif argv[1] == "service":
         result = service(json.loads(argv[2]))
     elif argv[1] == "policies" and len(argv) == 3:

@@ -27,7 +27,7 @@ import json
 import os
 import sys
 
-from lab import containers, credentials, host, hotplug, migration, playbooks, providers, qos, scenarios, vip, workload
+from lab import containers, credentials, failover, host, hotplug, migration, playbooks, providers, qos, scenarios, vip, workload
 
 
 def deps(session, args):
@@ -101,6 +101,10 @@ def migrate(session, args):
     return migration.migrate(session)
 
 
+def check_failover(session, args):
+    return failover.run(session)
+
+
 def check_providers(session, args):
     return providers.run(session)
 
@@ -149,6 +153,9 @@ COMMANDS = {
     "chaos": (chaos, "one fault of each kind, audited, repaired, verified (make lab-chaos)"),
     "migrate": (migrate, "live-migrate the lab's VM to the other worker and back, probed from the master; "
                          "its last line: migration: lost= sent= interruption_ms= tcp_survived="),
+    "failover": (check_failover, "with several masters: pods made while the leading watcher is SIGKILLed, then "
+                                 "SIGSTOPped and continued, then its master cut off (br-phy down) and restored; "
+                                 "its last line: failover: kill_s= stop_s= partition_s= double_writes= lost="),
     "providers": (check_providers, "check the provider networks from outside: the fabric's VLANs, no NAT, "
                                    "isolation, a VNF's trunk, the master's refusal; its last line: providers: provider_ok="),
     "hotplug": (check_hotplug, "a running pod gains a second network and loses it while its first carries "

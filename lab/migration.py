@@ -25,7 +25,7 @@ import time
 
 from lab.host import KUBELET_DIR, exec_in, kubelet_argv, log
 from lab.layout import UNDERLAY_NET
-from lab.workload import kubelet, virt
+from lab.workload import central_ctl, kubelet, virt
 
 PROBE_POD = "mig-probe"
 MIGRATION_PORT = 4444
@@ -90,12 +90,12 @@ def move(session, vm, network, source, target, address):
 def bound_on(session, vm, network, node):
     """Whether the VM's port is bound on ``node`` alone (the watcher's last
     step of a move: requested-chassis, no activation strategy), read in the
-    NB on the central, waited for (bounded)."""
+    NB on the central (its RAFT leader), waited for (bounded)."""
     port = "default_vm:%s_eth1" % vm
     deadline = time.monotonic() + BIND_S
     while time.monotonic() < deadline:
-        options = exec_in(session.container(session.layout.central[0]), "ovn-nbctl", "--bare", "--columns=options",
-                          "find", "Logical_Switch_Port", 'name="%s"' % port, check=False).stdout.split()
+        options = central_ctl(session, "ovn-nbctl", "--bare", "--columns=options",
+                              "find", "Logical_Switch_Port", 'name="%s"' % port, check=False).stdout.split()
         if "requested-chassis=%s" % node in options and not any(o.startswith("activation-strategy") for o in options):
             return True
         time.sleep(0.2)

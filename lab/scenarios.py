@@ -8,13 +8,13 @@ import json
 import time
 import uuid
 
-from lab import credentials, host, hotplug as hotplug_checks, layout as seed, providers as provider_checks, qos as qos_checks, vip as vip_checks
+from lab import credentials, failover, host, hotplug as hotplug_checks, layout as seed, providers as provider_checks, qos as qos_checks, vip as vip_checks
 from lab.containers import up, wait_booted
 from lab.host import exec_in, log, podman
 from lab.playbooks import audit_findings, changed, matrix, picture_line, playbook, traces
-from lab.workload import kubelet, node_of, run_pods, tenants, verify_vars, with_labels, workloads
+from lab.workload import central_ctl, kubelet, node_of, run_pods, tenants, verify_vars, with_labels, workloads
 
-WATCHER_UNIT, AGENT_UNIT = "ovn4nfv-watcher", "ovn4nfv-agent"
+WATCHER_UNIT, AGENT_UNIT = failover.WATCHER_UNIT, "ovn4nfv-agent"
 VICTIM = "chaos-victim"
 
 
@@ -76,7 +76,10 @@ def run(session):
     run (site.yml, workloads.yml and the tenants' policy) that must change
     nothing. Prints ``lab: pods=.. links_ok=N/N deploy_s=.. rerun_s=..
     rerun_changed=0 pid1=systemd debian=.. services_ok=.. chains_ok=..
-    taps_ok=.. policies_ok=.. vms_ok=..``."""
+    taps_ok=.. policies_ok=.. vms_ok=..``, and with several masters
+    ``leader=<master> term=<n> standbys=<k>`` (lab/failover.py:
+    one Lease holder, its watcher serving as the leader in the NB's term,
+    the others standing by)."""
     phases = {}
 
     def phase(name, function, *args, **kwargs):
@@ -97,6 +100,8 @@ def run(session):
     pods = phase("pods", run_pods, session)
     phase("workloads", workloads, session)
     _s, _r, verify = phase("verify", playbook, session, "verify.yml", *verify_vars(session), check=False)
+    # several masters: one watcher leads, in the NB's term, the others stand by
+    led = phase("leadership", failover.settled_leadership, session) if len(session.layout.masters) > 1 else None
     after = phase("deletions", deletion_check, session)
     services = matrix(verify, "service") + after["service"]
     chains, taps = matrix(verify, "chain") + after["chain"], matrix(verify, "tap")
@@ -118,6 +123,8 @@ def run(session):
                     + ["", "== policies"] + policies + ["", "== vms"] + vms + ["", "== providers"] + provided
                     + ["", "== hotplug"] + hotplugged + ["", "== vip " + _figures(vrrp_figures)] + vrrp
                     + ["", "== qos " + _figures(shaped_figures)] + shaped))
+    if led:
+        print("\n".join(["", "== control plane", led["row"]]))
     print("\n== topology\n" + topology_text(session))
     print("== phases: " + " ".join("%s=%.1fs" % kv for kv in phases.items()))
     print("== picture: " + picture)
@@ -144,8 +151,9 @@ def run(session):
               counts["taps"][0], counts["taps"][1], counts["policies"][0], counts["policies"][1],
               counts["vms"][0], counts["vms"][1], counts["providers"][0], counts["providers"][1],
               counts["hotplug"][0], counts["hotplug"][1], counts["vip"][0], counts["vip"][1],
-              counts["qos"][0], counts["qos"][1]))
-    return 0 if verify.returncode == 0 and ok == len(rows) and rows and rerun_changed == 0 \
+              counts["qos"][0], counts["qos"][1])
+          + (" leader=%s term=%s standbys=%d" % (led["leader"], led["term"], len(led["standbys"])) if led else ""))
+    return 0 if (not led or led["ok"]) and verify.returncode == 0 and ok == len(rows) and rows and rerun_changed == 0 \
         and init == ["systemd"] and all(total and good == total for name, (good, total) in counts.items()
                                         if (name != "providers" or provided) and (name != "vip" or vrrp)
                                         and (name != "qos" or shaped)) else 1
@@ -165,11 +173,10 @@ def injections(session):
     chaos's victim pod sits on the second worker."""
     lay = session.layout
     victim, first, second = lay.workers[1], session.container(lay.workers[0]), session.container(lay.workers[1])
-    master = session.container(lay.central[0])
-    ports = exec_in(master, "ovn-nbctl", "--bare", "--columns=name", "find", "Logical_Switch_Port",
-                    "external_ids:ovn4nfv-pod-name=pod-w1a").stdout.split()
+    ports = central_ctl(session, "ovn-nbctl", "--bare", "--columns=name", "find", "Logical_Switch_Port",
+                        "external_ids:ovn4nfv-pod-name=pod-w1a").stdout.split()
     made = [("a pod's port deleted by hand", "missing_port", ports[0])]
-    exec_in(master, "ovn-nbctl", "lsp-del", ports[0])
+    central_ctl(session, "ovn-nbctl", "lsp-del", ports[0])
     kubelet(session, victim, "vanish", VICTIM)
     made.append(("a pod's namespace gone without a CNI DEL", "dead_interface", VICTIM))
     ghost = str(uuid.uuid4())
@@ -177,7 +184,7 @@ def injections(session):
             "chaos-stray", "type=internal", "external_ids:iface-id=default_chaos-ghost_eth0",
             "external_ids:ovn4nfv-container-id=chaos", "external_ids:ovn4nfv-pod-uid=" + ghost)
     made.append(("a stray OVS port, a gone pod's", "stray_interface", "chaos-stray"))
-    exec_in(master, "ovn-sbctl", "chassis-add", "chaos-gone", "geneve", lay.underlay_address(99))
+    central_ctl(session, "ovn-sbctl", "chassis-add", "chaos-gone", "geneve", lay.underlay_address(99))
     made.append(("a chassis whose node is gone", "stale_chassis", "chaos-gone"))
     exec_in(second, "ip", "link", "set", "br-phy", "down")
     made.append(("%s's tunnel down (br-phy)" % lay.workers[1], "tunnel_down", "br-phy"))

@@ -8,6 +8,7 @@ verify.yml is told to check of them.
 
 import json
 import os
+import re
 import time
 
 from lab import layout as seed
@@ -195,6 +196,42 @@ def underlay_state(session):
             result = exec_in(name, *argv, check=False)
             out.append("== %s: %s\n%s%s" % (hostname, " ".join(argv), result.stdout, result.stderr))
     return "\n".join(out)
+
+
+# each central tool's database: its member's control socket and name
+DATABASES = {"ovn-nbctl": ("/var/run/ovn/ovnnb_db.ctl", "OVN_Northbound"),
+             "ovn-sbctl": ("/var/run/ovn/ovnsb_db.ctl", "OVN_Southbound")}
+
+
+def raft_role(session, host, tool="ovn-nbctl"):
+    """The RAFT role (``leader``, ``follower``, ``candidate``) of ``host``'s
+    member of ``tool``'s database, or None (no answer, or standalone)."""
+    ctl, database = DATABASES[tool]
+    status = exec_in(session.container(host), "ovn-appctl", "-t", ctl, "cluster/status", database,
+                     check=False).stdout
+    found = re.search(r"^Role: (\S+)", status, re.M)
+    return found.group(1) if found else None
+
+
+def central_leader(session, tool="ovn-nbctl", seconds=20):
+    """The central host whose member leads ``tool``'s database (a RAFT
+    cluster elects one; a standalone central is its one member), waited
+    for (bounded): the one place a write made there is also read back."""
+    central = session.layout.central
+    if len(central) == 1:
+        return central[0]
+    leader = until(lambda: next((h for h in central if raft_role(session, h, tool) == "leader"), None), seconds)
+    if not leader:
+        raise SystemExit("lab: no member of %s leads %s after %d s" % (
+            ", ".join(central), DATABASES[tool][1], seconds))
+    return leader
+
+
+def central_ctl(session, tool, *argv, check=True):
+    """``tool`` (ovn-nbctl, ovn-sbctl) with ``argv`` on the central, on the
+    member that leads its database (:func:`central_leader`): a write and
+    what is read after it see the same database."""
+    return exec_in(session.container(central_leader(session, tool)), tool, *argv, check=check)
 
 
 def until(check, seconds=30):

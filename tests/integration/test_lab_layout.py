@@ -15,6 +15,7 @@ from lab import containers, layout, workload
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 THREE = os.path.join(ROOT, "playbooks", "inventory", "three-workers.yml")
+HA = os.path.join(ROOT, "playbooks", "inventory", "ha.yml")
 
 
 def test_the_example_is_the_seed_lab_and_its_connection_inventory():
@@ -60,6 +61,19 @@ def test_three_workers_on_other_subnets():
     assert placed["pod-w3a"] == "worker3" and placed["fwd-w2"] == "worker2" and placed["chain-src"] == "worker1"
     assert set(placed.values()) == {"worker1", "worker2", "worker3"}
     assert lay.pod_subnets == ("172.20.1.0/24", "172.20.2.0/24")
+
+
+def test_the_ha_inventory_has_three_masters_each_a_central_member():
+    lay = layout.Layout(HA)
+    assert lay.masters == lay.central == ["master1", "master2", "master3"]
+    assert lay.workers == ["worker1", "worker2"] and lay.externals == ["external"]
+    assert lay.networks == [("ovn4nfv-underlay", "192.168.90.0/24"), ("ovn4nfv-external", "192.168.91.0/24")]
+    assert lay.nodes["ovn4nfv-master3"] == ("master3", [("ovn4nfv-underlay", "192.168.90.13")])
+    assert lay.nodes["ovn4nfv-external"] == ("external", [("ovn4nfv-external", "192.168.91.100")])
+    assert lay.api_address == "192.168.90.10"
+    assert lay.kube == ["ovn4nfv-master1", "ovn4nfv-master2", "ovn4nfv-master3", "ovn4nfv-worker1",
+                        "ovn4nfv-worker2"]
+    assert lay.pod_subnets == ("172.21.1.0/24", "172.21.2.0/24")
 
 
 def inventory(tmp_path, text):
