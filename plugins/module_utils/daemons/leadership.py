@@ -28,6 +28,8 @@ __metaclass__ = type
 
 import logging
 import math
+import threading
+import time
 
 from ..common.errors import Fenced, ValidationError
 from ..common.marks import WATCHER
@@ -78,6 +80,8 @@ class Leadership:
         self.elector = None
         self.queues = []
         self.exit_code = 0
+        self.lock = threading.Lock()
+        self.released = False
 
     def hold(self, queues):
         self.queues = [queue for queue in queues if queue is not None]
@@ -138,8 +142,30 @@ class Leadership:
         if not self.acting():
             raise Fenced("%s not sent: this watcher does not lead" % what)
 
+    def release_after(self, threads):
+        """On a stop: release the Lease, in a thread of its own, once the
+        workers among ``threads`` (not the watches, named ``watch-...``,
+        which may take a watch request's length to end) have finished the
+        keys they hold: a standby takes over a second or so after SIGTERM,
+        not once every watch of this one has ended."""
+        workers = [t for t in threads if not t.name.startswith("watch-")]
+
+        def release():
+            deadline = time.monotonic() + 2 * self.config.ovsdb_timeout
+            for worker in workers:
+                worker.join(max(0.0, deadline - time.monotonic()))
+            if not any(worker.is_alive() for worker in workers):
+                self.release()
+        threading.Thread(target=release, name="release", daemon=True).start()
+
     def release(self):
-        """A clean stop: give the Lease up, so another takes over at once."""
+        """A clean stop: give the Lease up, so another takes over at once
+        (once, whichever of the stop's thread and the end of ``run`` comes
+        first)."""
+        with self.lock:
+            if self.released:
+                return
+            self.released = True
         if self.fence is not None:
             LOG.info("fence: %d transactions refused by the NB, %d stopped before they were sent",
                      self.fence.refused, self.fence.stopped)

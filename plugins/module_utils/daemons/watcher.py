@@ -143,6 +143,8 @@ class Watcher:
         self.stopping.set()
         self._stop_parts()
         self.pod_watch.stop()
+        # the Lease goes as soon as the keys in hand are done, not once every watch has ended
+        self.leadership.release_after(getattr(self, "workers", []))
 
     def _stop_parts(self):
         self.queue.shutdown()
@@ -179,6 +181,7 @@ class Watcher:
             worker.start()
         workers += self.services.start() + self.chains.start() + (self.policies.start() if self.policies else [])
         workers += self.vms.start() + self.physnets.start() + self.grants.start()
+        self.workers = workers
         self.leadership.start(self.api_client)
         # systemd (Type=notify), and the tests' harness before it stops the
         # watcher: it serves (or stands by), and SIGTERM now stops it cleanly
