@@ -39,6 +39,9 @@ class Record:
     def __init__(self):
         self.lock = threading.Lock()
         self.pods, self.errors = {}, []
+        # name -> [(uid, list, when)] seen before the creator recorded the pod: the watch
+        # may bring a pod's list before its POST's answer is back
+        self.early = {}
         self.done = threading.Event()
 
     def seen(self, pod, at):
@@ -46,12 +49,27 @@ class Record:
         value = (pod["metadata"].get("annotations") or {}).get(IFACE_LIST)
         with self.lock:
             entry = self.pods.get(name)
+            if entry is None and value:
+                self.early.setdefault(name, []).append((pod["metadata"]["uid"], value, at))
             if entry is None or entry["uid"] != pod["metadata"]["uid"] or not value:
                 return
-            if entry["first"] is None:
-                entry["first"] = at
-            if value not in entry["values"]:
-                entry["values"].append(value)
+            self._took(entry, value, at)
+
+    @staticmethod
+    def _took(entry, value, at):
+        if entry["first"] is None:
+            entry["first"] = at
+        if value not in entry["values"]:
+            entry["values"].append(value)
+
+    def made(self, name, uid, at):
+        """The creator's own record of a pod it made, with what the watch
+        saw of it first."""
+        with self.lock:
+            entry = self.pods[name] = {"uid": uid, "created": at, "deleted": None, "first": None, "values": []}
+            for seen_uid, value, when in self.early.pop(name, []):
+                if seen_uid == uid:
+                    self._took(entry, value, when)
 
     def unserved(self):
         with self.lock:
@@ -100,9 +118,7 @@ def create(record, nodes, annotation, index):
     name = "fo-%d" % index
     made = api("POST", PODS, {"metadata": {"name": name, "annotations": {"ovnNetwork": annotation}},
                               "spec": {"nodeName": nodes[index % len(nodes)]}})
-    with record.lock:
-        record.pods[name] = {"uid": made["metadata"]["uid"], "created": time.time(), "deleted": None,
-                             "first": None, "values": []}
+    record.made(name, made["metadata"]["uid"], time.time())
 
 
 def delete(record):
