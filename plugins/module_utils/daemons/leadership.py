@@ -82,6 +82,7 @@ class Leadership:
         self.exit_code = 0
         self.lock = threading.Lock()
         self.released = False
+        self.releasing = None       # the thread of release_after
 
     def hold(self, queues):
         self.queues = [queue for queue in queues if queue is not None]
@@ -156,7 +157,19 @@ class Leadership:
                 worker.join(max(0.0, deadline - time.monotonic()))
             if not any(worker.is_alive() for worker in workers):
                 self.release()
-        threading.Thread(target=release, name="release", daemon=True).start()
+        with self.lock:
+            if self.releasing is not None:
+                return
+            self.releasing = threading.Thread(target=release, name="release", daemon=True)
+        self.releasing.start()
+
+    def finish(self):
+        """The end of ``run``: the early release done (a daemon thread still
+        writing at the interpreter's exit aborts the process), or this one."""
+        releasing = self.releasing
+        if releasing is not None:
+            releasing.join(2 * self.config.ovsdb_timeout + 5)
+        self.release()
 
     def release(self):
         """A clean stop: give the Lease up, so another takes over at once

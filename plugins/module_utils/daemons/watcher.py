@@ -193,7 +193,7 @@ class Watcher:
             for worker in workers:
                 worker.join(self.config.ovsdb_timeout * 2)
             self.committer.close()
-            self.leadership.release()       # only once its work ended
+            self.leadership.finish()        # released once its work ended
             self.nb.close()
             LOG.info("stopped")
         return self.leadership.exit_code
