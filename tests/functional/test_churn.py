@@ -15,10 +15,10 @@ def test_churn_with_every_fault_converges_clean(tmp_path, collections_path):
     churn = Churn(str(tmp_path), collections_path, seed=7)
     try:
         result = churn.run(ops=150, faults=len(FAULTS))
-        print(line(result), churn.stages)
+        print(line(result), churn.stages, result["resurrections"])
         assert result["faults"] == len(FAULTS)
         assert (result["leaked"], result["resurrected"], result["duplicated_ips"], result["missing"]) == \
-            (0, 0, 0, 0), (line(result), churn.cluster.log_text(), churn.env.log_text())
+            (0, 0, 0, 0), (line(result), result["resurrections"], churn.cluster.log_text(), churn.env.log_text())
         # two replicas: the leader killed, then paused and woken fenced (exit 3); the NB's
         # file shows no write under a deposed leader's term, and no interface with two ports
         assert (result["stale_writes"], result["live_twice"]) == (0, 0), line(result)

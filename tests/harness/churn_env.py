@@ -327,15 +327,22 @@ class Churn:
             for word in _held(row):
                 ips.setdefault(word, set()).add(row["name"])
         duplicated = sum(1 for holders in ips.values() if len(holders) > 1)
-        resurrected = 0
+        resurrections = []
         with self.ports.lock:
             history = list(self.ports.events)
         seen_delete = set()
-        for event, _name, uid, when in history:
+        for event, name, uid, when in history:
+            gone_at = self.deleted.get(uid)
+            if gone_at is None or when < gone_at:
+                continue        # a live pod's ports come and go with its request (hot changes)
             if event == "delete":
                 seen_delete.add(uid)
-            elif uid in seen_delete and self.deleted.get(uid, when + 1) < when:
-                resurrected += 1        # made again after its pod was deleted and its port removed
+            elif uid in seen_delete:
+                # made again after its pod was deleted and, since, its port removed; a
+                # port made in the moment before the watcher heard of the deletion, and
+                # removed once it did, is the watch's lag, not a resurrection
+                resurrections.append((name, uid, round(when - gone_at, 3)))
+        resurrected = len(resurrections)
         uids = set(p["uid"] for p in self.pods.values())
         live = set(word for uid, _iface, row in nb if uid in uids for word in _held(row))
         stale = sorted((r["name"], a) for r in self.env.node.box.rows("nb", "Address_Set")
@@ -346,7 +353,7 @@ class Churn:
             "ops": self.ops, "faults": self.faults, "hot_changes": self.hot_changes, "leaked": leaked,
             "resurrected": resurrected, "duplicated_ips": duplicated, "missing": missing, "converge_s": converge_s,
             "pods": len(self.pods), "stale_policy_addresses": stale, "policies": len(groups),
-            "exits": list(self.exits)})
+            "exits": list(self.exits), "resurrections": resurrections})
 
     # -- the replicas ----------------------------------------------------------
     @property

@@ -165,11 +165,16 @@ class Leadership:
 
     def finish(self):
         """The end of ``run``: the early release done (a daemon thread still
-        writing at the interpreter's exit aborts the process), or this one."""
+        writing at the interpreter's exit aborts the process: exit -6), or
+        this one."""
         releasing = self.releasing
         if releasing is not None:
             releasing.join(2 * self.config.ovsdb_timeout + 5)
         self.release()
+        # a lost leadership stops the watcher from the elector's thread: it
+        # ends too before the process does, for the same reason
+        if self.elector is not None and self.elector.is_alive():
+            self.elector.join(2 * self.config.ovsdb_timeout + 5)
 
     def release(self):
         """A clean stop: give the Lease up, so another takes over at once
