@@ -116,9 +116,10 @@ def watch(record):
 
 def create(record, nodes, annotation, index):
     name = "fo-%d" % index
+    asked = time.time()         # before the POST: a pod is "made after" a fault only if asked for after it
     made = api("POST", PODS, {"metadata": {"name": name, "annotations": {"ovnNetwork": annotation}},
                               "spec": {"nodeName": nodes[index % len(nodes)]}})
-    record.made(name, made["metadata"]["uid"], time.time())
+    record.made(name, made["metadata"]["uid"], asked)
 
 
 def delete(record):

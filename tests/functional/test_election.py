@@ -265,6 +265,7 @@ def test_a_leader_that_cannot_serve_past_its_grace_releases_the_lease(cluster):
     assert until(changed, lambda: leader.lost), "the leader kept the Lease without serving"
     assert not leader.elector.acting()
     assert "could not serve" in leader.lost[0][0]
+    assert leader.lost[0][1] - sick_at >= 1.0 - TIMING.retry_seconds, "it gave up before its grace"
     assert holder(api) == "", "it released the Lease as it stopped"
     standby = replica()
     start(standby)

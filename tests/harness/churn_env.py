@@ -102,8 +102,9 @@ class Churn:
         if pod["netns"]:
             ip("ip", "netns", "delete", os.path.basename(pod["netns"]), check=False)
             self.env.node.namespaces.remove(os.path.basename(pod["netns"]))
-        self.api.delete_pod(NAMESPACE, name)
+        # taken before the API is told: the watcher may remove the port before delete_pod returns
         self.deleted[pod["uid"]] = time.monotonic()
+        self.api.delete_pod(NAMESPACE, name)
 
     def change(self):
         name = self.rng.choice(sorted(self.pods))

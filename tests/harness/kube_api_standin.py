@@ -1204,7 +1204,19 @@ class KubeAPIStandIn:
         fills an empty UID from the stored object). Returns the pod."""
         with self.lock:
             pod = self.pods[(namespace, name)]
-            patched = json_patch(pod, patch) if json_patch_ops else merge_patch(pod, patch)
+            if json_patch_ops:
+                # applied to the object as kube-apiserver encodes it: ObjectMeta's maps are
+                # omitempty, so an empty one is absent (a test of it for null passes)
+                doc = copy.deepcopy(pod)
+                for field in ("annotations", "labels"):
+                    if not doc["metadata"].get(field):
+                        doc["metadata"].pop(field, None)
+                patched = json_patch(doc, patch)
+                if isinstance(patched, dict) and isinstance(patched.get("metadata"), dict):
+                    for field in ("annotations", "labels"):
+                        patched["metadata"].setdefault(field, {})
+            else:
+                patched = merge_patch(pod, patch)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise Malformed("the patched object is not a Pod")
             uid = patched["metadata"].get("uid")

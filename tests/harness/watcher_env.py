@@ -75,6 +75,8 @@ class Cluster:
         # The watcher says READY=1 on this socket (as to systemd) once it
         # serves: SIGTERM before that would find no handler yet.
         self.ready = False
+        if getattr(self, "notify", None) is not None:
+            self.notify.close()         # a restart's: the old process's socket
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         name = "ovn4nfv-test-notify-" + uuid.uuid4().hex
         self.notify.bind("\0" + name)

@@ -229,10 +229,11 @@ FORMS = (OVN_NETWORK, NFN_NETWORK, LEGACY)
 
 
 def request_forms(annotations):
-    """``{annotation: value}`` of the request forms a pod carries (its own
-    and Multus'): what a list written for it was derived from."""
+    """``{annotation: value, or None when absent}`` of every request form
+    (the pod's own and Multus'): what a list written for it was derived
+    from, an absent form included (one added since changes the request)."""
     found = annotations or {}
-    return dict((key, found[key]) for key in FORMS + (MULTUS_NETWORKS,) if key in found)
+    return dict((key, found.get(key)) for key in FORMS + (MULTUS_NETWORKS,))
 
 
 def _entries(annotations, source, default_network):

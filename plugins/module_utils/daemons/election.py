@@ -328,7 +328,8 @@ class Elector(threading.Thread):
         and a period), so that no renewal lands after a release."""
         self._stopping.set()
         if self.is_alive() and threading.current_thread() is not self:
-            self.join(self.timing.retry_seconds + 3 * self.store.timeout)
+            # a try is a GET and a PUT, each up to a connect and a read timeout
+            self.join(self.timing.retry_seconds + 5 * self.store.timeout)
 
     def _write_release(self):
         try:

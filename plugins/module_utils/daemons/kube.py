@@ -180,17 +180,21 @@ class PodWriter:
         JSON Patch that applies only to the very pod read (``test`` of its
         UID) still asking what it asked when read (``test`` of each of
         ``read``, ``{annotation: value}``): a pod deleted and made again
-        under its name, or a request changed meanwhile, makes the API
-        server refuse the whole patch (422), and the caller's retry reads
-        the pod anew. So a list written late, by a deposed leader among
-        others, never lands on a pod it was not made for."""
+        under its name, or a request changed meanwhile (a value of None:
+        the form was absent, and must still be), makes the API server
+        refuse the whole patch (422), and the caller's retry reads the pod
+        anew. So a list written late, by a deposed leader among others,
+        never lands on a pod it was not made for."""
         def pointer(key):
             return "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
         ops = [{"op": "test", "path": "/metadata/uid", "value": meta.uid}]
-        ops += [{"op": "test", "path": pointer(k), "value": v} for k, v in sorted((read or {}).items())]
         if meta.annotations:
+            ops += [{"op": "test", "path": pointer(k), "value": v} for k, v in sorted((read or {}).items())]
             ops += [{"op": "add", "path": pointer(k), "value": v} for k, v in sorted(annotations.items())]
-        else:       # "add" needs the map: a pod read without one gets it whole
+        else:
+            # "add" needs the map, and a test below a missing one fails: a pod read
+            # without annotations gets them whole, if it still has none (no form either)
+            ops.append({"op": "test", "path": "/metadata/annotations", "value": None})
             ops.append({"op": "add", "path": "/metadata/annotations", "value": dict(annotations)})
         self.patch(meta, ops, JSON_PATCH)
 

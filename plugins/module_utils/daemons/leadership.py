@@ -80,7 +80,7 @@ class Leadership:
         self.elector = None
         self.queues = []
         self.exit_code = 0
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()      # the SIGTERM handler runs on the thread that may hold it
         self.released = False
         self.releasing = None       # the thread of release_after
 
@@ -91,8 +91,9 @@ class Leadership:
                 queue.hold()
 
     def start(self, api_client):
-        if not self.enabled:
-            return
+        with self.lock:
+            if not self.enabled or self.released:
+                return      # stopped before it could start (a SIGTERM while the NB connected): no campaign
         store = election.LeaseStore(api_client, election.NAMESPACE, WATCHER)
         self.elector = election.Elector(store, timing(self.config), self._healthy, self._take_over, self._lost,
                                         identity=self.identity, grace_seconds=self.config.nb_grace_seconds)
