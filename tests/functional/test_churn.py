@@ -22,7 +22,7 @@ def test_churn_with_every_fault_converges_clean(tmp_path, collections_path):
         # two replicas: the leader killed, then paused and woken fenced (exit 3); the NB's
         # file shows no write under a deposed leader's term, and no interface with two ports
         assert (result["stale_writes"], result["live_twice"]) == (0, 0), line(result)
-        assert result["takeovers"] >= 3 and 3 in result["exits"], (line(result), result["exits"])
+        assert result["takeovers"] >= 3 and 3 in result["exits"], (line(result), result["exits"], churn.exit_logs)
         assert result["pods"] > 0
         assert result["hot_changes"] > 0, "running pods gained and lost interfaces (issue 36)"
         assert result["policies"] > 0, "some policies were made"

@@ -58,6 +58,7 @@ class Churn:
         self.replicas = []
         self.ports = None
         self.exits = []         # the exit codes of the replicas that ended on their own
+        self.exit_logs = []     # the log of a woken leader that did not exit 3
         try:
             box = self.env.node.box
             with ovsdb.Database(box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
@@ -218,6 +219,8 @@ class Churn:
                 self.exits.append(None)
                 leader.proc.kill()
                 leader.proc.wait(10)
+            if self.exits[-1] != 3:     # what the woken one said, for the verdict's message
+                self.exit_logs.append(leader.log_text(this_process=True)[-4000:])
             leader.start()
         elif kind == "nb_restart":
             self.env.node.box.restart_db("ovnnb_db")
