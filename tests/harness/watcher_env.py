@@ -62,8 +62,10 @@ class Cluster:
                 json.dump(dict({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "watcher-kubeconfig"), WATCHER),
                                 "nb_db": self.box.nb_db, "default_network": "default-net", "workers": workers,
                                 "watch_seconds": 2, "address_seconds": 10, "max_backoff_seconds": 1,
-                                # the election at test durations: a killed leader's Lease lapses in 2 s
-                                "lease_seconds": 2, "renew_seconds": 1.5, "retry_seconds": 0.25},
+                                # the election at test durations: a killed leader's Lease lapses in 4 s; a
+                                # renew deadline of 3 s, as a loaded CI machine (2 cores, 2 pytest workers)
+                                # missed 1.5 s and a lone watcher then stopped serving for good
+                                "lease_seconds": 4, "renew_seconds": 3, "retry_seconds": 0.25},
                                **dict({"sb_db": self.box.sb_db} if sb else {}, **settings)), handle)
             self.log = open(os.path.join(tmp, "watcher.log"), "a+")     # O_APPEND: a restart writes after the last
             self.start()

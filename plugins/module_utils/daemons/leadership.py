@@ -161,8 +161,9 @@ class Leadership:
         with self.lock:
             if self.releasing is not None:
                 return
-            self.releasing = threading.Thread(target=release, name="release", daemon=True)
-        self.releasing.start()
+            thread = threading.Thread(target=release, name="release", daemon=True)
+            thread.start()          # started before finish() can see it (joining one not started raises)
+            self.releasing = thread
 
     def finish(self):
         """The end of ``run``: the early release done (a daemon thread still
