@@ -245,12 +245,16 @@ class Churn:
         every = max(1, ops // max(1, faults))
         kinds = list(FAULTS)
         self.leader()           # as a cluster is before its churn: one replica serves
-        while self.ops < ops:
+        due = every
+        while self.ops < ops or self.faults < faults:
+            # a fault may take operations of its own (a paused leader's wait): the next is due
+            # an interval after it, and those still due at the end come before the verdict
             self.step()
             if self.ops % 5 == 0:
                 self.kubelet()
-            if self.faults < faults and self.ops % every == 0:
+            if self.faults < faults and self.ops >= due:
                 self.fault(kinds[self.faults % len(kinds)])
+                due = self.ops + every
             self.revive()
         return self.converge()
 
