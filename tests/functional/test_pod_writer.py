@@ -53,32 +53,29 @@ def test_the_list_lands_on_the_pod_read(writer):
     assert annotations_of(api, "a") == dict(LIST, **{ann.OVN_NETWORK: REQUEST, "keep": "me"})
 
 
-def test_a_changed_request_refuses_the_list(writer):
+def changed_request(api, name):
+    api.set_annotations("default", name, {ann.OVN_NETWORK: '[{"name": "net2", "interface": "eth1"}]'})
+
+
+def form_added(api, name):
+    api.set_annotations("default", name, {ann.MULTUS_NETWORKS: "macvlan-net"})
+
+
+def made_again(api, name):
+    api.delete_pod("default", name)
+    api.create_pod("default", name, {ann.OVN_NETWORK: REQUEST})
+
+
+@pytest.mark.parametrize("meanwhile", [changed_request, form_added, made_again])
+def test_a_list_is_refused_when_the_pod_read_is_no_longer_so(writer, meanwhile):
+    """Its request changed, a request form was added (one absent when
+    read), or the pod was made again under its name: nothing is written."""
     api, writer_ = writer
     api.create_pod("default", "b", {ann.OVN_NETWORK: REQUEST})
     meta = read(api, "b")
-    api.set_annotations("default", "b", {ann.OVN_NETWORK: '[{"name": "net2", "interface": "eth1"}]'})
+    meanwhile(api, "b")
     assert refused(writer_, meta) == 422
     assert ann.IFACE_LIST not in annotations_of(api, "b")
-
-
-def test_a_form_added_since_refuses_the_list(writer):
-    api, writer_ = writer
-    api.create_pod("default", "c", {ann.OVN_NETWORK: REQUEST})
-    meta = read(api, "c")
-    api.set_annotations("default", "c", {ann.MULTUS_NETWORKS: "macvlan-net"})
-    assert refused(writer_, meta) == 422
-    assert ann.IFACE_LIST not in annotations_of(api, "c")
-
-
-def test_a_pod_made_again_under_its_name_is_not_written(writer):
-    api, writer_ = writer
-    api.create_pod("default", "d", {ann.OVN_NETWORK: REQUEST})
-    meta = read(api, "d")
-    api.delete_pod("default", "d")
-    api.create_pod("default", "d", {ann.OVN_NETWORK: REQUEST})
-    assert refused(writer_, meta) == 422
-    assert ann.IFACE_LIST not in annotations_of(api, "d")
 
 
 def test_a_pod_read_without_annotations_keeps_those_it_gained(writer):

@@ -27,7 +27,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import logging
-import math
 import threading
 import time
 
@@ -53,11 +52,10 @@ def check(config):
     """Refuse settings an election cannot run with."""
     if not isinstance(config.leader_election, bool):
         raise ValidationError("watcher config: leader_election: %r is not true or false" % (config.leader_election,))
-    for key in ("lease_seconds", "renew_seconds", "retry_seconds", "nb_grace_seconds", "nb_probe_ms"):
-        value = getattr(config, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValidationError("watcher config: %s: %r is not a positive number" % (key, value))
-    timing(config).check()
+    for key in ("nb_grace_seconds", "nb_probe_ms"):
+        if not lease.positive(getattr(config, key)):
+            raise ValidationError("watcher config: %s: %r is not a positive number" % (key, getattr(config, key)))
+    timing(config).check()      # the Lease's three durations
 
 
 def timing(config):

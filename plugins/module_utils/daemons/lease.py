@@ -44,6 +44,11 @@ MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 UTC = datetime.timezone.utc
 
 
+def positive(value):
+    """Whether ``value`` is a finite number above zero (not a boolean)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
 class Timing(collections.namedtuple("Timing", "lease_seconds renew_seconds retry_seconds")):
     """The three durations, in seconds: ``lease_seconds`` (how long a
     standby waits, from when it saw the last change, before taking over),
@@ -60,7 +65,7 @@ class Timing(collections.namedtuple("Timing", "lease_seconds renew_seconds retry
         renewal try fits in the deadline)."""
         for name in self._fields:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            if not positive(value):
                 raise ValidationError("leader election: %s must be a number above 0, not %r" % (name, value))
         if self.lease_seconds <= self.renew_seconds:
             raise ValidationError("leader election: lease_seconds (%s) must be greater than renew_seconds (%s)"

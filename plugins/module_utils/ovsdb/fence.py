@@ -64,7 +64,10 @@ def _term_of(ids):
 def held(idl):
     """``(term, holder identity)`` as the cache has them: ``(0, None)``
     before any watcher took a term."""
-    row = _singleton(idl)
+    return _held_in(_singleton(idl))
+
+
+def _held_in(row):
     if row is None:
         return 0, None
     return _term_of(row.external_ids), row.external_ids.get(marks.K_TERM_HOLDER)
@@ -164,8 +167,8 @@ class Fence:
         if not self.may_act():
             raise Fenced("this watcher's leadership lapsed (term %d)" % self.term, after_refusal)
         row = _singleton(idl)
-        term, holder = held(idl)
-        if row is None or (term, holder) != (self.term, self.identity):
+        term, holder = _held_in(row)
+        if (term, holder) != (self.term, self.identity):
             raise Fenced("the northbound database's term is %d, held by %s; this watcher took %d" % (
                 term, holder, self.term), after_refusal)
         row.verify("external_ids")
