@@ -5,6 +5,7 @@ the molecule scenarios' fixed sets, stood up and torn down with podman.
 inventory, the lab's layout); every room takes it as an argument.
 """
 
+import json
 import os
 import shutil
 import time
@@ -16,6 +17,16 @@ from lab.host import LABEL, MIXED, RELEASES, STATE, exec_in, log, podman
 # last: chaos, reboot and the other steps act on that lab unless told
 # another (--inventory).
 CURRENT = "inventory"
+# The file in the lab's state that says its nodes were upgraded in place
+# (lab/upgrade.py): {"from": <release>, "to": <release>}. Their containers
+# still run the older release's image; the nodes run the newer release.
+UPGRADED = "upgraded.json"
+# The host's directory of Debian package repositories for in-place upgrades
+# (lab/upgrade_repo.py builds one per release), seen read-only by every
+# node of the lab at DEBS_MOUNT: the lab's networks are internal, so a node
+# reaches no mirror. A bind mount: what is built there later shows too.
+DEBS = os.path.join(STATE, "debs")
+DEBS_MOUNT = "/srv/ovn4nfv-debs"
 
 
 class LabSet:
@@ -136,17 +147,30 @@ def ensure_network(network, label):
                "--subnet", subnet, name, capture=True)
 
 
-def ensure_container(name, hostname, networks, label, image):
+def upgraded(state=STATE):
+    """What the lab's nodes were upgraded from and to (:data:`UPGRADED`), or None."""
+    path = os.path.join(state, UPGRADED)
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def ensure_container(name, hostname, networks, label, image, also=()):
+    """The container ``name`` of ``image`` (or of an image of ``also``: a
+    lab upgraded in place runs its nodes' newer release in containers of
+    the older one's image), started."""
     if podman("container", "exists", name, check=False).returncode == 0:
         running = podman("container", "inspect", "--format", "{{.ImageName}}", name,
                          capture=True).stdout.strip()
-        if running != image:
+        if running != image and running not in also:
             raise SystemExit("lab: %s runs %s, not %s: make lab-down first" % (name, running, image))
         podman("start", name, capture=True)
         return
+    os.makedirs(DEBS, exist_ok=True)
     # systemd as PID 1, as on a real node (the image's CMD is /sbin/init)
     argv = ["run", "-d", "--name", name, "--hostname", hostname, "--label", label,
-            "--privileged", "--systemd=always"]
+            "--privileged", "--systemd=always", "--volume", "%s:%s:ro" % (DEBS, DEBS_MOUNT)]
     # Name each NIC after its place in the list: podman does not otherwise
     # promise which network becomes eth0, and the inventories name them.
     for index, (net, ip) in enumerate(networks):
@@ -185,8 +209,10 @@ def up(session, lab=None):
     host.build_images(releases.values())
     for network in lab.networks:
         ensure_network(network, lab.label)
+    moved = upgraded(session.state) if lab.name == "lab" else None
     for name, (hostname, networks) in lab.nodes.items():
-        ensure_container(name, hostname, networks, lab.label, host.node_image(releases[name]))
+        also = [host.node_image(moved["from"])] if moved and moved["to"] == releases[name] else []
+        ensure_container(name, hostname, networks, lab.label, host.node_image(releases[name]), also)
     for name in lab.nodes:
         wait_booted(name)
     # The external host's NIC is a veth: the kernel leaves TCP checksums to
@@ -251,7 +277,8 @@ def down(session, name=None):
     for net in sorted(nets):
         podman("network", "rm", "-f", net, capture=True, check=False)
     shutil.rmtree(os.path.join(session.state, "api-" + name), ignore_errors=True)
-    current = os.path.join(session.state, CURRENT)
-    if name == "lab" and os.path.exists(current):
-        os.remove(current)
+    for state in (CURRENT, UPGRADED):
+        current = os.path.join(session.state, state)
+        if name == "lab" and os.path.exists(current):
+            os.remove(current)
     log("down (%s): %d containers removed" % (name, len(out)))
