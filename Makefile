@@ -22,7 +22,7 @@ INVENTORY ?=
 LAB_PY = $(PY) -m lab --debian $(DEBIAN) $(if $(INVENTORY),--inventory $(INVENTORY))
 MODULES := $(basename $(notdir $(wildcard plugins/modules/*.py)))
 
-.PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-chaos lab-failover lab-down clean
+.PHONY: deps venv test test-debian test-debian12 test-debian13 unit functional integration sanity lint docs docs-site molecule bench lab lab-reboot lab-chaos lab-failover lab-upgrade lab-down clean
 
 deps:
 	.ci/install-deps
@@ -195,6 +195,15 @@ lab-chaos: venv
 # (lab/failover.py).
 lab-failover: venv
 	$(LAB_PY) failover
+
+# The lab's nodes upgraded in place from Debian 12 to 13 by
+# playbooks/upgrade.yml while steady traffic runs, the losses counted per
+# node, step and flow (lab/upgrade.py). A bookworm lab is stood up first
+# when none stands: this target's nodes start on bookworm, whatever DEBIAN
+# says elsewhere.
+lab-upgrade: DEBIAN = bookworm
+lab-upgrade: venv
+	$(LAB_PY) upgrade
 
 lab-down:
 	$(BASE_PYTHON) -m lab down

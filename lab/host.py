@@ -69,14 +69,15 @@ def kubelet_argv(name, tool="kubelet.py"):
     ``name``, the client where the kubelet imports it from
     (``tests.harness.cri``, as everywhere), with lab/virt.py (KubeVirt's
     part; its vmm.py is the node image's), lab/steady.py (a migration's
-    probe) and lab/creator.py (the failover's) beside it; the command that
+    probe), lab/creator.py (the failover's) and lab/flows.py (an
+    upgrade's traffic) beside it; the command that
     runs the kubelet (or ``tool``) there."""
     staged = os.path.join(STATE, "kubelet")
     harness = os.path.join(staged, "tests", "harness")
     os.makedirs(harness, exist_ok=True)
     for package in (os.path.dirname(harness), harness):
         open(os.path.join(package, "__init__.py"), "w").close()
-    for script in ("kubelet.py", "virt.py", "steady.py", "creator.py"):
+    for script in ("kubelet.py", "virt.py", "steady.py", "creator.py", "flows.py"):
         shutil.copy(os.path.join(HERE, script), staged)
     # and the tests' frame maker (lab providers' trunk row, in a pod and on the fabric)
     for module in ("cri.py", "frames.py"):

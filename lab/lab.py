@@ -27,7 +27,8 @@ import json
 import os
 import sys
 
-from lab import containers, credentials, failover, host, hotplug, migration, playbooks, providers, qos, scenarios, vip, workload
+from lab import containers, credentials, failover, host, hotplug, migration, playbooks, providers, qos, scenarios, \
+    upgrade, vip, workload
 
 
 def deps(session, args):
@@ -125,6 +126,10 @@ def check_vip(session, args):
     return vip.run(session)
 
 
+def check_upgrade(session, args):
+    return upgrade.upgrade(session)
+
+
 def reboot(session, args):
     hosts = session.layout.hosts()
     if args.node not in hosts:
@@ -162,6 +167,9 @@ COMMANDS = {
                                "traffic; a bad request refused; its last line: hotplug: hotplug_ok="),
     "vip": (check_vip, "a VRRP pair (keepalived) holds a virtual IP in turn through OVN's virtual port; a pod "
                        "not allowed it is dropped; its last line: vip: vip_ok= failover_ms= lost="),
+    "upgrade": (check_upgrade, "the nodes upgraded in place from Debian 12 to 13 by playbooks/upgrade.yml while "
+                               "traffic runs (a bookworm lab stood up first if none stands), then audit, verify and "
+                               "upgrade.yml again; its last line: upgrade: ... untouched_lost= audit_clean= links_ok="),
     "qos": (check_qos, "QoS per interface measured across the overlay (iperf3, DSCP read in the receiver); its "
                        "last line: qos: qos_ok= limited_kbps= free_kbps="),
 }
