@@ -112,6 +112,14 @@ def test_counts_and_gaps_per_window():
     assert upgrade.tally(measured, 10.0, 13.0)["sent"] == 300
 
 
+def test_a_window_shorter_than_a_bucket_gets_its_share_of_the_probes():
+    buckets = {"start": 10.0, "width": 0.1, "counts": [10, 10, 10]}
+    assert upgrade.sent_between(buckets, 10.0, 10.3) == 30
+    assert upgrade.sent_between(buckets, 10.12, 10.14) == 2
+    assert upgrade.sent_between(buckets, 10.05, 10.25) == 20
+    assert upgrade.sent_between(buckets, 11.0, 12.0) == 0
+
+
 def test_the_time_no_node_was_upgraded():
     windows = upgrade.node_windows(RECORDS, 300.0)
     assert upgrade.idle_spans(windows, 90.0, 210.0) == [(90.0, 100.0), (150.0, 160.0), (200.0, 210.0)]
