@@ -195,8 +195,8 @@ def task(params, check_mode):
     if params["to_release"] not in DEBIAN:
         raise ValidationError("to_release: %r is no Debian release the upgrade knows (it knows %s)" % (
             params["to_release"], ", ".join(sorted(DEBIAN))))
-    return dict(changed=False, node=node, behind=behind(dict(node, central=params["central"],
-                                                              chassis=params["chassis"]), params["to_release"]))
+    roles = dict(node, central=params["central"], chassis=params["chassis"])
+    return dict(changed=False, node=node, behind=behind(roles, params["to_release"]))
 
 
 def main():

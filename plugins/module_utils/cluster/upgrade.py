@@ -91,7 +91,7 @@ def steps_of(node, target):
         out.append("central member (NB, SB, ovn-northd) %s -> %s, the cluster's quorum kept" % (
             releases.shown(_release(running.get("northd")) or have["ovn"]), releases.shown(want["ovn"])))
     out.append("the product's daemons restarted on the new release (a watcher hands its leadership over)")
-    if (node.get("record") or {}) and not node["record"].get("finished"):
+    if node.get("record") and not node["record"].get("finished"):
         out[0] += " (resumed: the last run stopped on this node)"
     return out
 
@@ -137,16 +137,16 @@ def plan(nodes, target, order):
     span = "OVN %s -> %s" % (releases.shown(oldest), releases.shown(want["ovn"]))
     if order == "rolling" and todo:
         if not releases.rolling_allows(oldest, want["ovn"]):
+            furthest = releases.shown(releases.rolling_span(oldest)[1])
             raise Refused("%s is outside OVN's rolling upgrade span (from %s it goes as far as %s): run it in the "
                           "fail-safe order (-e upgrade_order=fail-safe), which pins every chassis to northd's "
-                          "version first" % (span, releases.shown(oldest),
-                                              releases.shown(releases.rolling_span(oldest)[1])))
-        behind = [n["name"] for n in nodes if n.get("chassis") and northd and _release(
+                          "version first" % (span, releases.shown(oldest), furthest))
+        late = [n["name"] for n in nodes if n.get("chassis") and northd and _release(
             (n.get("running") or {}).get("ovn_controller")) and _release(n["running"]["ovn_controller"]) < northd]
-        if behind:
+        if late:
             raise Refused("the central already runs OVN %s and %s an older ovn-controller: a fail-safe upgrade "
                           "stopped half-way; finish it in that order (-e upgrade_order=fail-safe)" % (
-                              releases.shown(northd), ", ".join(behind) + (" run" if len(behind) > 1 else " runs")))
+                              releases.shown(northd), ", ".join(late) + (" run" if len(late) > 1 else " runs")))
     central = [n for n in todo if n.get("central")]
     others = [n for n in todo if not n.get("central")]
     ordered = others + central if order == "rolling" else central + others

@@ -200,8 +200,8 @@ def systemctl(*args):
     proc = subprocess.run(("systemctl",) + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False, timeout=300)
     if proc.returncode:
-        raise UpgradeFailed("systemctl %s failed (exit %d): %s" % (" ".join(args), proc.returncode,
-                                                                      proc.stdout.strip()))
+        raise UpgradeFailed("systemctl %s failed (exit %d): %s" % (
+            " ".join(args), proc.returncode, proc.stdout.strip()))
     return proc.stdout
 
 
