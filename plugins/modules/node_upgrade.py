@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: node_upgrade
 short_description: One node's part of a rolling upgrade - what it runs, its record, its daemons restarted
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - V(gathered) reads what the node runs, as M(ovn4nfv.k8s.upgrade_plan) plans from it - the Debian
     codename, the Open vSwitch and OVN packages' versions, each daemon's own version (asked over its control

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: upgrade_plan
 short_description: Plan a rolling upgrade of the cluster's nodes from what each runs, by OVN's rules
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - From what every node runs (M(ovn4nfv.k8s.node_upgrade) with O(ovn4nfv.k8s.node_upgrade#module:state=gathered)),
     the order OVN's upgrade guide allows (C(Documentation/intro/install/ovn-upgrades.rst)), the nodes still to
