@@ -140,77 +140,22 @@ restarted:
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_task_module
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.releases import DEBIAN
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.upgrade import behind
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import upgrade
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import upgrade_node
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection import DEFAULT_OVS_DB
-
-
-def _recorded(params, check_mode):
-    if params["mark"] is None:
-        raise ValidationError("mark: state recorded needs a mark (started, start, end or finished)")
-    if params["mark"] in ("start", "end") and params["step"] is None:
-        raise ValidationError("step: mark %s needs the step it marks" % params["mark"])
-    if params["mark"] == "started" and not (params["from_release"] and params["to_release"]):
-        raise ValidationError("from_release, to_release: mark started needs both")
-    before = upgrade.read_record(params["record"])
-    after = upgrade.updated_record(before, params["mark"], params["step"], params["from_release"],
-                                   params["to_release"])
-    if not check_mode and after != before:
-        upgrade.write_record(after, params["record"])
-    return dict(changed=after != before, record=after)
-
-
-def _restarted(params, check_mode):
-    step = params["step"]
-    if step not in upgrade.RESTARTS and step != "daemons":
-        raise ValidationError("step: state restarted restarts ovs, ovn-controller, central or daemons, not %r" % step)
-    if check_mode:
-        return dict(changed=True, record=upgrade.read_record(params["record"]), restarted=[])
-    record = upgrade.updated_record(upgrade.read_record(params["record"]), "start", step)
-    upgrade.write_record(record, params["record"])
-    if step == "daemons":
-        done = upgrade.restart_daemons()
-    else:
-        done = upgrade.RESTARTS[step](params["wait"]) or []
-    record = upgrade.updated_record(record, "end", step)
-    upgrade.write_record(record, params["record"])
-    return dict(changed=True, record=record, restarted=done)
-
-
-def task(params, check_mode):
-    params = dict(params, db=params["db"] or DEFAULT_OVS_DB)
-    if params["wait"] <= 0:
-        raise ValidationError("wait: %r must be a positive number of seconds" % params["wait"])
-    if params["state"] == "recorded":
-        return _recorded(params, check_mode)
-    if params["state"] == "restarted":
-        if params["step"] is None:
-            raise ValidationError("step: state restarted needs the step to restart")
-        return _restarted(params, check_mode)
-    node = upgrade.gather(params["db"], params["timeout"], params["record"])
-    if params["to_release"] is None:
-        return dict(changed=False, node=node)
-    if params["to_release"] not in DEBIAN:
-        raise ValidationError("to_release: %r is no Debian release the upgrade knows (it knows %s)" % (
-            params["to_release"], ", ".join(sorted(DEBIAN))))
-    roles = dict(node, central=params["central"], chassis=params["chassis"])
-    return dict(changed=False, node=node, behind=behind(roles, params["to_release"]))
 
 
 def main():
     run_task_module(dict(
         state=dict(type="str", choices=["gathered", "recorded", "restarted"], default="gathered"),
-        step=dict(type="str", choices=list(upgrade.STEPS)),
+        step=dict(type="str", choices=list(upgrade_node.STEPS)),
         mark=dict(type="str", choices=["started", "start", "end", "finished"]),
         from_release=dict(type="str"),
         to_release=dict(type="str"),
         central=dict(type="bool", default=False),
         chassis=dict(type="bool", default=True),
-        record=dict(type="path", default=upgrade.RECORD),
+        record=dict(type="path", default=upgrade_node.RECORD),
         wait=dict(type="int", default=120),
-    ), task, default_db=DEFAULT_OVS_DB, libraries=lambda params: params["state"] == "gathered")
+    ), upgrade_node.task, default_db=DEFAULT_OVS_DB, libraries=lambda params: params["state"] == "gathered")
 
 
 if __name__ == "__main__":

@@ -115,23 +115,17 @@ lines:
     - "pin ovn-controller to northd's version on master, worker1, worker2"
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_task_module
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.releases import DEBIAN
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.upgrade import ORDERS, Refused, plan
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.upgrade_plan import ORDERS, task
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(
+    run_task_module(dict(
         to=dict(type="str", required=True, choices=sorted(DEBIAN)),
         order=dict(type="str", choices=list(ORDERS), default="rolling"),
         nodes=dict(type="list", elements="dict", required=True),
-    ), supports_check_mode=True)
-    try:
-        made = plan(module.params["nodes"], module.params["to"], module.params["order"])
-    except Refused as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, **made)
+    ), task, libraries=lambda params: False, connects=False)
 
 
 if __name__ == "__main__":

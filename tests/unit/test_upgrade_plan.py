@@ -4,9 +4,9 @@
 import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster import releases
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.upgrade import Refused, done, plan
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.cluster.upgrade_plan import Refused, done, plan
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.errors import ValidationError
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import upgrade as node_upgrade
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import upgrade_node as node_upgrade
 
 BOOKWORM = {"debian": "bookworm", "installed": {"ovs": "3.1.0-2+deb12u1", "ovn": "23.03.1-1~deb12u2"},
             "running": {"ovs": "ovs-vswitchd (Open vSwitch) 3.1.0", "ovn_controller": "ovn-controller 23.03.1",

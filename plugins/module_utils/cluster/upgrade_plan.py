@@ -166,3 +166,8 @@ def plan(nodes, target, order):
         lines.append("nothing to do: every node runs %s" % target)
     return {"order": order, "span": span, "nodes": [n["name"] for n in ordered], "pin": pin, "unpin": unpin,
             "lines": lines}
+
+
+def task(params, _check_mode):
+    """The ``upgrade_plan`` module's work: the plan, which changes nothing."""
+    return dict(plan(params["nodes"], params["to"], params["order"]), changed=False)

@@ -44,7 +44,10 @@ import subprocess
 import time
 
 from ..cluster import releases
+from ..cluster.upgrade_plan import behind
 from ..common.errors import Ovn4nfvError, ValidationError
+from ..common.marks import AGENT_UNIT, UPLINK_UNIT, WATCHER
+from ..ovsdb.connection import DEFAULT_OVS_DB
 
 RECORD = "/var/lib/ovn4nfv/upgrade.json"
 STEPS = ("packages", "ovs", "ovn-controller", "central", "daemons")
@@ -52,7 +55,7 @@ PACKAGES = {"ovs": "openvswitch-switch", "ovn": "ovn-host", "central": "ovn-cent
 OVS_RUNDIR, OVN_RUNDIR = "/var/run/openvswitch", "/var/run/ovn"
 PIN_KEY = "ovn-match-northd-version"
 # the product's units a node may have, restarted in this order
-DAEMONS = ("containerd", "ovn4nfv-agent", "ovn4nfv-watcher")
+DAEMONS = ("containerd", AGENT_UNIT, WATCHER)
 UPLINKS = "/etc/ovn4nfv/uplinks"
 
 
@@ -243,7 +246,7 @@ def restart_ovs(timeout):
     bridges = sorted(name[:-len(".json")] for name in (os.listdir(UPLINKS) if os.path.isdir(UPLINKS) else [])
                      if name.endswith(".json"))
     for bridge in bridges:
-        systemctl("restart", "ovn4nfv-uplink@%s.service" % bridge)
+        systemctl("restart", "%s%s.service" % (UPLINK_UNIT, bridge))
     return bridges
 
 
@@ -296,3 +299,53 @@ def restart_daemons(units=DAEMONS):
 
 
 RESTARTS = {"ovs": restart_ovs, "ovn-controller": restart_controller, "central": restart_central}
+
+
+def _recorded(params, check_mode):
+    if params["mark"] is None:
+        raise ValidationError("mark: state recorded needs a mark (started, start, end or finished)")
+    if params["mark"] in ("start", "end") and params["step"] is None:
+        raise ValidationError("step: mark %s needs the step it marks" % params["mark"])
+    if params["mark"] == "started" and not (params["from_release"] and params["to_release"]):
+        raise ValidationError("from_release, to_release: mark started needs both")
+    before = read_record(params["record"])
+    after = updated_record(before, params["mark"], params["step"], params["from_release"], params["to_release"])
+    if not check_mode and after != before:
+        write_record(after, params["record"])
+    return dict(changed=after != before, record=after)
+
+
+def _restarted(params, check_mode):
+    step = params["step"]
+    if step not in RESTARTS and step != "daemons":
+        raise ValidationError("step: state restarted restarts ovs, ovn-controller, central or daemons, not %r"
+                              % step)
+    if check_mode:
+        return dict(changed=True, record=read_record(params["record"]), restarted=[])
+    record = updated_record(read_record(params["record"]), "start", step)
+    write_record(record, params["record"])
+    done = restart_daemons() if step == "daemons" else (RESTARTS[step](params["wait"]) or [])
+    record = updated_record(record, "end", step)
+    write_record(record, params["record"])
+    return dict(changed=True, record=record, restarted=done)
+
+
+def task(params, check_mode):
+    """The ``node_upgrade`` module's work: its parameters, its result."""
+    params = dict(params, db=params["db"] or DEFAULT_OVS_DB)
+    if params["wait"] <= 0:
+        raise ValidationError("wait: %r must be a positive number of seconds" % params["wait"])
+    if params["state"] == "recorded":
+        return _recorded(params, check_mode)
+    if params["state"] == "restarted":
+        if params["step"] is None:
+            raise ValidationError("step: state restarted needs the step to restart")
+        return _restarted(params, check_mode)
+    node = gather(params["db"], params["timeout"], params["record"])
+    if params["to_release"] is None:
+        return dict(changed=False, node=node)
+    if params["to_release"] not in releases.DEBIAN:
+        raise ValidationError("to_release: %r is no Debian release the upgrade knows (it knows %s)" % (
+            params["to_release"], ", ".join(sorted(releases.DEBIAN))))
+    roles = dict(node, central=params["central"], chassis=params["chassis"])
+    return dict(changed=False, node=node, behind=behind(roles, params["to_release"]))
