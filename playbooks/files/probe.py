@@ -396,6 +396,16 @@ def pings(netns, address, count):
     return {"answered": answered, "count": count, "ttls": ttls}
 
 
+def reach(targets, count=3, at_once=16):
+    """Each ``{netns, address, ...}`` of ``targets`` pinged ``count`` times
+    from its netns, at most ``at_once`` at a time: each with ``answered``
+    (the upgrade's gate: a node's pods reach their peers on the others)."""
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
+        answers = list(pool.map(lambda t: pings(t["netns"], t["address"], count), targets))
+    return [dict(target, answered=answer["answered"], count=count) for target, answer in zip(targets, answers)]
+
+
 def fdb(bridge):
     """The bridge's own MAC must be learned, if at all, on LOCAL only: seen
     on the NIC's port, it means the kernel sent from the NIC after it joined
@@ -435,6 +445,8 @@ def main(argv):
         result = rx(argv[2], argv[3:])
     elif command == "pings":
         result = pings(argv[2], argv[3], int(argv[4]))
+    elif command == "reach":
+        result = reach(json.loads(argv[2]))
     elif command == "check":
         result = check(json.loads(argv[2]))
     else:

@@ -134,16 +134,18 @@ def run_info_module(default_db, schema, sections, argument_spec=None):
     module.exit_json(**result)
 
 
-def run_task_module(argument_spec, task, default_db=None, libraries=None):
+def run_task_module(argument_spec, task, default_db=None, libraries=None, connects=True):
     """Run a module whose work is one core function: ``task(params,
     check_mode)`` returns the result dict (``changed`` in it). Its
     parameters are ``argument_spec`` and the connection options (``db``
-    defaults to ``default_db``); ``libraries(params)`` says whether this
-    run needs ovsdbapp and netaddr (by default it does). An error of the
-    product's fails the module; so does an optional library missing where
-    the task needs it (its ImportError names it)."""
+    defaults to ``default_db``; none when not ``connects``);
+    ``libraries(params)`` says whether this run needs ovsdbapp and netaddr
+    (by default it does). An error of the product's fails the module; so
+    does an optional library missing where the task needs it (its
+    ImportError names it)."""
     spec = dict(argument_spec)
-    spec.update(connection_argument_spec(default_db))
+    if connects:
+        spec.update(connection_argument_spec(default_db))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     if libraries is None or libraries(module.params):
         require_libraries(module)

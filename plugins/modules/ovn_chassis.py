@@ -80,6 +80,13 @@ options:
             fail-safe upgrade, for upgrades outside its rolling span (Debian 12's OVN 23.03 to Debian
             13's 25.03 is one); set it back to V(false) once the chassis runs the central's version."
         type: bool
+      ofctrl_wait_before_clear:
+        description:
+          - "C(ovn-ofctrl-wait-before-clear): milliseconds a starting C(ovn-controller) keeps the flows it
+            finds in Open vSwitch before it replaces them, so that a restart (an upgrade's) forwards with the
+            old flows until it has computed the new ones. C(playbooks/upgrade.yml) sets it before it restarts
+            C(ovn-controller)."
+        type: int
 extends_documentation_fragment:
   - ovn4nfv.k8s.ovsdb
   - ovn4nfv.k8s.ovsdb.OVS
@@ -188,6 +195,7 @@ OPTIONS = dict(
     bridge_datapath_type=dict(type="str", choices=["system", "netdev"]),
     cms_options=dict(type="list", elements="str"),
     match_northd_version=dict(type="bool"),
+    ofctrl_wait_before_clear=dict(type="int"),
 )
 
 

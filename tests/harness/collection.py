@@ -8,7 +8,9 @@ and the lab all use the code as it is in the working tree, never an
 installed copy.
 
 - :func:`build` makes a tree in a directory (``ANSIBLE_COLLECTIONS_PATH``
-  for a playbook run, or ``PYTHONPATH`` for a daemon run as a process);
+  for a playbook run, or ``PYTHONPATH`` for a daemon run as a process),
+  of this checkout or of another copy of the collection (a previous
+  release's, extracted by ``tests/contract/record.py``);
 - :func:`importable` makes this process's tree once and puts it first on
   ``sys.path``: importing :mod:`tests.harness` calls it, so whatever imports
   the harness (pytest's conftest, a benchmark, the lab) can import
@@ -34,15 +36,15 @@ def link(parent):
     return os.path.join(parent, "ansible_collections", NAMESPACE, NAME)
 
 
-def build(parent=None):
+def build(parent=None, target=ROOT):
     """Make ``parent`` (a new temporary directory when None) a tree whose
-    ``ovn4nfv/k8s`` is this checkout; keep one already there. Returns
-    ``parent``."""
+    ``ovn4nfv/k8s`` is ``target`` (this checkout, unless another copy of
+    the collection is named); keep one already there. Returns ``parent``."""
     parent = parent or tempfile.mkdtemp(prefix="ovn4nfv-collections-")
     path = link(parent)
     if not os.path.islink(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        os.symlink(ROOT, path)
+        os.symlink(target, path)
     return parent
 
 

@@ -753,15 +753,17 @@ class KubeAPIStandIn:
         self.history.append((self.rv, kind, copy.deepcopy(obj)))
         self.lock.notify_all()
 
-    def create_pod(self, namespace, name, annotations=None, node="node1", labels=None, ports=None, owners=None):
+    def create_pod(self, namespace, name, annotations=None, node="node1", labels=None, ports=None, owners=None,
+                   uid=None):
         """A pending pod; ``ports``: its container's ports, as
         ``[{"name": ..., "containerPort": ...}]``; ``owners``, its
-        ``metadata.ownerReferences``."""
+        ``metadata.ownerReferences``; ``uid``, its UID (a new random one
+        when None, as the server assigns it)."""
         container = {"name": "c", "image": "standin"}
         if ports:
             container["ports"] = [dict({"protocol": "TCP"}, **p) for p in ports]
         pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+               "metadata": {"name": name, "namespace": namespace, "uid": uid or str(uuid.uuid4()),
                             "annotations": dict(annotations or {}), "labels": dict(labels or {}),
                             "creationTimestamp": _now()},
                "spec": {"nodeName": node, "containers": [container]},
@@ -790,9 +792,10 @@ class KubeAPIStandIn:
             self._bump("MODIFIED", pod)
             return copy.deepcopy(pod)
 
-    def create_service(self, namespace, name, spec, annotations=None):
-        """Create a Service as the API server would, with its defaults;
-        a ValueError carries the server's 422 message."""
+    def create_service(self, namespace, name, spec, annotations=None, uid=None):
+        """Create a Service as the API server would, with its defaults
+        (``uid``: its UID, a new random one when None); a ValueError
+        carries the server's 422 message."""
         spec = copy.deepcopy(spec or {})
         ports = spec.get("ports") or []
         seen = set()
@@ -825,7 +828,7 @@ class KubeAPIStandIn:
                 spec["clusterIPs"] = [spec["clusterIP"]]
                 spec.update(ipFamilies=["IPv4"], ipFamilyPolicy="SingleStack")
             service = {"apiVersion": "v1", "kind": "Service",
-                       "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+                       "metadata": {"name": name, "namespace": namespace, "uid": uid or str(uuid.uuid4()),
                                     "annotations": dict(annotations or {}), "creationTimestamp": _now()},
                        "spec": spec, "status": {"loadBalancer": {}}}
             self.services[(namespace, name)] = service
@@ -903,6 +906,42 @@ class KubeAPIStandIn:
                 pod["metadata"]["labels"] = labels
                 self._bump("MODIFIED", pod)
             return copy.deepcopy(pod)
+
+    # -- every object at once: a cluster's state saved, and served again -------
+    def _stores(self):
+        """``{kind: the dict that holds its objects}``."""
+        return {"Namespace": self.namespace_objects, "Node": self.nodes, "Pod": self.pods,
+                "Service": self.services, "EndpointSlice": self.slices, "NetworkAttachmentDefinition": self.nads,
+                "MultiNetworkPolicy": self.policies, "VirtualMachine": self.vms,
+                "VirtualMachineInstance": self.vmis, "Lease": self.leases}
+
+    def objects(self):
+        """Every object stored (copies), namespaces first, each kind's in
+        the order of its keys: what :meth:`load` takes."""
+        with self.lock:
+            return [copy.deepcopy(obj) for _kind, store in self._stores().items()
+                    for _key, obj in sorted(store.items(), key=lambda item: (item[0][0] or "", item[0][1]))]
+
+    def load(self, objects):
+        """Store ``objects`` (:meth:`objects`' output, from this stand-in or
+        one before it) as they are -- UIDs, annotations, status --, each
+        ADDED with a resourceVersion of this server's: a cluster that was
+        made by other means, served again. KeyError for a kind the
+        stand-in does not keep, or an object of that name already there."""
+        stores = self._stores()
+        with self.lock:
+            for obj in objects:
+                obj = copy.deepcopy(obj)
+                meta = obj["metadata"]
+                store = stores[obj["kind"]]
+                key = (None if obj["kind"] in ("Namespace", "Node") else meta["namespace"], meta["name"])
+                if key in store:
+                    raise KeyError("%s %s/%s exists" % (obj["kind"], key[0], key[1]))
+                if key[0] is not None:
+                    self._ensure_namespace(key[0])
+                meta.pop("resourceVersion", None)
+                store[key] = obj
+                self._bump("ADDED", obj)
 
     # -- namespaces ----------------------------------------------------------
     def _ensure_namespace(self, namespace):

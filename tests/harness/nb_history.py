@@ -31,10 +31,12 @@ class Record(collections.namedtuple("Record", "index comment term holder takes_o
     of an update is the changed columns only)."""
 
 
-def read(path):
+def read(path, base=False):
     """Every transaction record of the standalone database file at
     ``path``, after its schema. A clustered file is refused: this reader
-    knows only the standalone format."""
+    knows only the standalone format. ``base``: the file began with a
+    snapshot (``ovsdb-tool convert`` made it), its first record, the state
+    it started from; any later one is a compaction."""
     with open(path, "rb") as handle:
         data = handle.read()
     if data.startswith(b"OVSDB CLUSTER"):
@@ -50,7 +52,7 @@ def read(path):
         offset = end + 1 + length
         while offset < len(data) and data[offset:offset + 1] == b"\n":
             offset += 1
-        if index > 0 and not body.get("_is_diff"):
+        if index > (1 if base else 0) and not body.get("_is_diff"):
             # a snapshot: ovsdb-server compacted the file, and what it
             # held before is gone; nothing is judged from a part
             raise ValueError("%s was compacted (record %d is a snapshot): its history is incomplete" % (path, index))

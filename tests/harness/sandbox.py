@@ -95,8 +95,16 @@ def terminate(pids, grace=10):
 class Sandbox:
     """A directory holding running daemons, and their remotes."""
 
-    def __init__(self, ovs=True, ovn=True, vswitchd=True, dummy=True, base=None):
+    def __init__(self, ovs=True, ovn=True, vswitchd=True, dummy=True, base=None, files=None, northd=True):
+        """``files``: ``{"conf" | "ovnnb_db" | "ovnsb_db": a database file}``
+        to serve instead of a new database, as a node's or a central's
+        files are found after an upgrade of the packages: copied, and
+        converted to the installed schema first if it differs
+        (:attr:`converted` names those that were). ``northd``: whether
+        ovn-northd runs between the NB and the SB."""
         self.dir = tempfile.mkdtemp(prefix="ovn4nfv-sandbox-", dir=base)
+        self.files = dict(files or {})
+        self.converted = []
         self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir,
                         OVS_DBDIR=self.dir, OVN_RUNDIR=self.dir, OVN_LOGDIR=self.dir,
                         OVN_DBDIR=self.dir)
@@ -105,7 +113,8 @@ class Sandbox:
         try:
             if ovs:
                 self.ovs_db = self._db_server("conf", OVS_SCHEMA)
-                self.run("ovs-vsctl", "--db=" + self.ovs_db, "--no-wait", "init")
+                if "conf" not in self.files:
+                    self.run("ovs-vsctl", "--db=" + self.ovs_db, "--no-wait", "init")
                 if vswitchd:
                     args = ["ovs-vswitchd", self.ovs_db, "--detach", "--no-chdir",
                             "--pidfile=%s/ovs-vswitchd.pid" % self.dir,
@@ -117,8 +126,11 @@ class Sandbox:
             if ovn:
                 self.nb_db = self._db_server("ovnnb_db", NB_SCHEMA)
                 self.sb_db = self._db_server("ovnsb_db", SB_SCHEMA)
-                self.run("ovn-nbctl", "--db=" + self.nb_db, "init")
-                self.run("ovn-sbctl", "--db=" + self.sb_db, "init")
+                if "ovnnb_db" not in self.files:
+                    self.run("ovn-nbctl", "--db=" + self.nb_db, "init")
+                if "ovnsb_db" not in self.files:
+                    self.run("ovn-sbctl", "--db=" + self.sb_db, "init")
+            if ovn and northd:
                 self._daemon(["ovn-northd", "--detach", "--no-chdir",
                               "--ovnnb-db=" + self.nb_db, "--ovnsb-db=" + self.sb_db,
                               "--pidfile=%s/ovn-northd.pid" % self.dir,
@@ -130,7 +142,13 @@ class Sandbox:
 
     def _db_server(self, name, schema):
         path = os.path.join(self.dir, name + ".db")
-        self.run("ovsdb-tool", "create", path, schema)
+        if name in self.files:
+            shutil.copyfile(self.files[name], path)
+            if self.run("ovsdb-tool", "needs-conversion", path, schema).strip() == "yes":
+                self.run("ovsdb-tool", "convert", path, schema)
+                self.converted.append(name)
+        else:
+            self.run("ovsdb-tool", "create", path, schema)
         sock = os.path.join(self.dir, name + ".sock")
         self._daemon(["ovsdb-server", path, "--detach", "--no-chdir",
                       "--remote=punix:" + sock,
@@ -138,6 +156,11 @@ class Sandbox:
                       "--unixctl=%s/%s.ctl" % (self.dir, name),
                       "--log-file=%s/%s.log" % (self.dir, name)], name)
         return "unix:" + sock
+
+    def db_file(self, name):
+        """The file the database server ``name`` (``conf``, ``ovnnb_db``,
+        ``ovnsb_db``) keeps."""
+        return os.path.join(self.dir, name + ".db")
 
     def restart_db(self, name):
         """Stop one database server (``ovnnb_db``, ``ovnsb_db``, ``conf``)

@@ -39,10 +39,15 @@ def ovn_network(*entries, **extra):
 class Cluster:
     """NB + northd, the API stand-in, and the watcher process."""
 
-    def __init__(self, tmp, collections, networks=None, workers=2, api=None, box=None, sb=False, **settings):
+    def __init__(self, tmp, collections, networks=None, workers=2, api=None, box=None, sb=False, plan=True,
+                 **settings):
         """A watcher against ``api`` and ``box``'s NB when given (they stay
         the caller's to stop), else against its own; with ``sb``, it reads
-        the chassis from the box's SB too."""
+        the chassis from the box's SB too. ``plan``: make the topology and
+        ``networks`` in the NB first, with this checkout's core (False: the
+        NB holds what it needs already, made by the caller, or by another
+        release of the product). ``collections``: the tree the watcher is
+        run from (another release's, for one)."""
         self.collections = collections
         self.owned = (api is None, box is None)
         self.box = box if box is not None else Sandbox(ovs=False)
@@ -52,11 +57,12 @@ class Cluster:
         try:
             if self.api is None:
                 self.api = KubeAPIStandIn()
-            with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
-                execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
-                execute(db, lambda v: vn.plan_networks(
-                    v, [(n["name"], vn.check_network(n, n["name"])) for n in networks or NETWORKS], "merged",
-                    "ovn"), write=True)
+            if plan:
+                with ovsdb.Database(self.box.nb_db, ovsdb.NB_SCHEMA, TABLES) as db:
+                    execute(db, lambda v: plan_topology(v, {}, "merged"), write=True)
+                    execute(db, lambda v: vn.plan_networks(
+                        v, [(n["name"], vn.check_network(n, n["name"])) for n in networks or NETWORKS], "merged",
+                        "ovn"), write=True)
             self.config = os.path.join(tmp, "watcher.json")
             with open(self.config, "w") as handle:
                 json.dump(dict({"kubeconfig": self.api.kubeconfig(os.path.join(tmp, "watcher-kubeconfig"), WATCHER),

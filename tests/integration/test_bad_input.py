@@ -20,6 +20,11 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.execution import
 
 NB, OVS = "nb", "ovs"
 
+# a Debian 12 node as node_upgrade gathers it
+UPGRADE_NODE = {"debian": "bookworm", "installed": {"ovs": "3.1.0-2", "ovn": "23.03.1-1"},
+                "running": {"ovs": "ovs-vswitchd (Open vSwitch) 3.1.0", "ovn_controller": "ovn-controller 23.03.1",
+                            "northd": "ovn-northd 23.03.1"}, "pinned": False, "record": None}
+
 # (id, module, arguments, db, substrings the message must contain)
 CASES = [
     ("ls_malformed_cidr", "ovn_logical_switch",
@@ -152,6 +157,22 @@ CASES = [
      {"config": {"ovn_remote": "http://central:6642"}}, OVS, ["config.ovn_remote", "http://central:6642"]),
     ("chassis_bad_physnet", "ovn_chassis",
      {"config": {"bridge_mappings": {"phys:1": "br-ex"}}}, OVS, ["config.bridge_mappings", "phys:1"]),
+    ("chassis_wait_before_clear_negative", "ovn_chassis",
+     {"config": {"ofctrl_wait_before_clear": -5}}, OVS, ["config.ofctrl_wait_before_clear", "-5"]),
+    # the upgrade's plan refuses before anything changes (it reads and writes no database)
+    ("upgrade_outside_rolling_span", "upgrade_plan",
+     {"to": "trixie", "nodes": [dict(UPGRADE_NODE, name="m", central=True, chassis=True)]}, None,
+     ["OVN 23.03 -> 25.03 is outside OVN's rolling upgrade span", "upgrade_order=fail-safe"]),
+    ("upgrade_downgrade", "upgrade_plan",
+     {"to": "bookworm", "order": "fail-safe",
+      "nodes": [dict(UPGRADE_NODE, name="m", central=True, chassis=True, debian="trixie")]}, None,
+     ["m runs Debian 13 (trixie)", "a downgrade"]),
+    ("upgrade_node_without_name", "upgrade_plan",
+     {"to": "trixie", "order": "fail-safe", "nodes": [dict(UPGRADE_NODE, central=True)]}, None,
+     ["nodes[0]", "needs its name"]),
+    ("upgrade_record_without_mark", "node_upgrade",
+     {"state": "recorded", "record": "/nonexistent/upgrade.json"}, OVS, ["mark", "state recorded needs a mark"]),
+    ("upgrade_wait_zero", "node_upgrade", {"wait": 0}, OVS, ["wait", "0"]),
     ("duplicate_objects", "ovn_logical_switch",
      {"config": [{"name": "dup"}, {"name": "dup"}]}, NB, ["config[1]", "dup", "config[0]"]),
     ("half_valid_list_writes_nothing", "ovn_logical_switch",

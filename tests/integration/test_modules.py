@@ -377,6 +377,7 @@ def chassis_checks():
     def merge(t):
         assert ids(t)["ovn-bridge-mappings"] == "phys1:br-ex,phys2:br-2"
         assert ids(t)["ovn-match-northd-version"] == "false"
+        assert ids(t)["ovn-ofctrl-wait-before-clear"] == "8000"
         assert ids(t)["ovn-encap-ip"] == "127.0.0.2" and ids(t)["hostname"] == "h1"
 
     def replace(t):
@@ -529,7 +530,7 @@ SCENARIOS = {
                 "bridge_datapath_type": "netdev", "cms_options": ["enable-chassis-as-gw"],
                 "match_northd_version": True},
         merge={"bridge_mappings": {"phys0": None, "phys2": "br-2"}, "encap_ip": "127.0.0.2",
-               "match_northd_version": False},
+               "match_northd_version": False, "ofctrl_wait_before_clear": 8000},
         replace={"system_id": "ch1", "encap_ip": "127.0.0.3"},
         override={"system_id": "ch1"},
         delete={},

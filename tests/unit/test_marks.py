@@ -39,7 +39,7 @@ WRITTEN = {
     "ovn4nfv-service-uid", "ovn4nfv-service-part", "ovn4nfv-chain", "ovn4nfv-chain-hop",
     "ovn4nfv-chain-function", "ovn4nfv-chain-spec", "ovn4nfv-chain-fail", "ovn4nfv_chain_", "ovn4nfv-tap",
     "ovn4nfv-tap-source", "ovn4nfv-tap:", "ovn4nfv-tap-", "ovn4nfv-uplink", "ovn4nfv", "ovn4nfv-ipam",
-    "/run/ovn4nfv/agent.sock", "ovn4nfv-watcher", "ovn4nfv-node-agent", "ovn4nfv-uplink@",
+    "/run/ovn4nfv/agent.sock", "ovn4nfv-watcher", "ovn4nfv-node-agent", "ovn4nfv-uplink@", "ovn4nfv-agent",
     "ovn4nfv-picture", "ovn4nfv ", "ovn4nfv_mnp_", "ovn4nfv_deny_",
     "ovn4nfv-policy", "ovn4nfv-policy-spec", "ovn4nfv-policy-rule", "ovn4nfv-default-deny", "policy-conntrack",
     "ovn4nfv-acl-log", "ovn4nfv-baseline", "ovn4nfv-baseline-spec", "ovn4nfv-baseline-peers", "ovn4nfv_base_",

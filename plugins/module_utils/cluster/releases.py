@@ -68,3 +68,36 @@ def skew(northd, controller, pinned):
     return ("warning", "ovn-controller %s with ovn-northd %s is outside OVN's rolling upgrade span (from an LTS "
                        "to the next, here up to %02d.%02d); OVN's guide takes the fail-safe order for it" % (
                            shown[0], shown[1], end[0], end[1]))
+
+
+# What each Debian release ships of OVN and OVS (the distribution's own
+# packages, which the roles install): the upgrade plans from these, so that
+# check mode can say the whole plan before any source or package changes.
+DEBIAN = {
+    "bookworm": {"version": 12, "ovn": (23, 3), "ovs": (3, 1)},
+    "trixie": {"version": 13, "ovn": (25, 3), "ovs": (3, 5)},
+}
+
+
+def shown(rel):
+    """``(23, 3)`` -> ``"23.03"``."""
+    return "%02d.%02d" % rel if rel else "?"
+
+
+def rolling_allows(northd, target):
+    """Whether OVN's rolling order covers ``northd`` -> ``target`` (both
+    ``(year, month)``): from an LTS, or a release after it, to the next
+    LTS at most."""
+    return target <= rolling_span(northd)[1]
+
+
+def ovs_release(text):
+    """``"3.1.0-2+deb12u1"`` or ``"ovs-vswitchd (Open vSwitch) 3.5.0"`` ->
+    ``(3, 1)``: Open vSwitch's major and minor; None when there is none."""
+    match = re.search(r"(?<![\d.])(\d+)\.(\d+)\.\d+", str(text or ""))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def shown_ovs(rel):
+    """``(3, 1)`` -> ``"3.1"``."""
+    return "%d.%d" % rel if rel else "?"

@@ -220,6 +220,7 @@ WATCHER = "ovn4nfv-watcher"
 NODE_AGENT = "ovn4nfv-node-agent"
 UPLINK_PROGRAM = "ovn4nfv-uplink"
 UPLINK_UNIT = "ovn4nfv-uplink@"
+AGENT_UNIT = "ovn4nfv-agent"
 PICTURE_MARK = "ovn4nfv-picture"
 VETH_ALIAS_PREFIX = "ovn4nfv "
 # a virtual network named in a MultiNetworkPolicy's policy-for annotation,
@@ -392,12 +393,15 @@ CONTRACT = {
                   "the node agent, the watcher (daemons/multus.py)"),
     "DEFAULT_SOCKET": (KIND_NAME, "the node agent's unix socket, and the cni role's default", "the node agent",
                        "cni.py (the plugin the runtime executes)"),
-    "WATCHER": (KIND_NAME, "the watcher's program and logger, the source component of its Events", "the watcher",
+    "WATCHER": (KIND_NAME, "the watcher's program and logger, the source component of its Events, and its "
+                           "systemd unit (the watcher role's default watcher_service)", "the watcher",
                 "operators (kubectl get events, the journal)"),
     "NODE_AGENT": (KIND_NAME, "the node agent's program and logger", "the node agent", "operators (the journal)"),
     "UPLINK_PROGRAM": (KIND_NAME, "daemons/uplinks.py's program name", "daemons/uplinks.py", "its usage line"),
     "UPLINK_UNIT": (KIND_NAME, "the systemd unit ovn4nfv-uplink@<bridge>.service that runs daemons/uplinks.py",
                     "the ovs role", "systemd at boot; daemons/uplinks.py's docs"),
+    "AGENT_UNIT": (KIND_NAME, "the node agent's systemd unit (the cni role's default cni_agent_service)",
+                   "the cni role", "node/upgrade_node.py (restarted on the new release)"),
     "VETH_ALIAS_PREFIX": (KIND_PREFIX, "the alias (IFLA_IFALIAS) of a pod's node-side veth, then the "
                                        "container's digest and the pod's interface",
                           "the node agent (ADD)", "the node agent (DEL: which veths are the container's)"),

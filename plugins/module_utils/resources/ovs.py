@@ -174,6 +174,7 @@ CHASSIS_KEYS = (
     ("bridge_datapath_type", "ovn-bridge-datapath-type"),
     ("cms_options", "ovn-cms-options"),
     ("match_northd_version", "ovn-match-northd-version"),
+    ("ofctrl_wait_before_clear", "ovn-ofctrl-wait-before-clear"),
 )
 _ENCAP_TYPES = ("geneve", "vxlan")
 MAPPINGS = "ovn-bridge-mappings"
@@ -283,9 +284,18 @@ def _from_bool_text(text):
     return text == "true"
 
 
+def _to_int_text(value):
+    return None if value is None else str(int(value))
+
+
+def _from_int_text(text):
+    return int(text) if text.isdigit() else text
+
+
 # options whose value is not a string: (to the database, from it)
 _CONVERT = {"encap_type": (_csv, _uncsv), "cms_options": (_csv, _uncsv),
-            "match_northd_version": (_to_bool_text, _from_bool_text)}
+            "match_northd_version": (_to_bool_text, _from_bool_text),
+            "ofctrl_wait_before_clear": (_to_int_text, _from_int_text)}
 
 
 class Chassis(Resource):
@@ -391,4 +401,8 @@ class Chassis(Resource):
             if "," in option or not option:
                 raise ValidationError("%s.cms_options[%d]: %r may not be empty or hold ','" % (
                     where, index, option))
+        wait = item.get("ofctrl_wait_before_clear")
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= 600000):
+            raise ValidationError("%s.ofctrl_wait_before_clear: %r must be whole milliseconds from 0 to 600000" % (
+                where, wait))
         return item
