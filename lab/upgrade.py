@@ -396,6 +396,8 @@ def upgrade(session):
             kubelet(session, lay.masters[0], "delete", PROBE_POD)      # the lab as it was
         except SystemExit as error:     # said, and the figures are still worth their report
             log("upgrade: the probe pod stays: %s" % str(error)[:300])
+    with open(session.path("upgrade-flows.json"), "w") as handle:      # every probe's figures, kept
+        json.dump({"flows": answers, "plan": flows}, handle)
     measured = dict((f["name"], f) for answer in answers.values() for f in answer["flows"])
     start = min(a["started"] for a in answers.values())
     end = max(a["stopped"] for a in answers.values())
