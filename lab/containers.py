@@ -217,8 +217,12 @@ def up(session, lab=None):
         wait_booted(name)
     # The external host's NIC is a veth: the kernel leaves TCP checksums to
     # an offload that never happens, and the nodes' userspace datapath drops
-    # such packets. A physical NIC fills them in; here the host must.
-    for name in lab.tx_off:
+    # such packets. A physical NIC fills them in; here the host must. The
+    # lab's API stand-in is such a host on the underlay: OVS 3.1 (Debian 12)
+    # let its answers reach a node's own address on br-phy, OVS 3.5 (a node
+    # upgraded to Debian 13 in place, lab/upgrade.py) did not (the node's
+    # TCP to the API stalled in SYN-SENT until its veth filled them in).
+    for name in list(lab.tx_off) + ([lab.api] if lab.name == "lab" and lab.api else []):
         podman("exec", name, "ethtool", "-K", "eth0", "tx", "off", capture=True)
     if lab.name == "lab" and lab.tx_off:
         # the first external host: the gateways' addresses are one router's
