@@ -57,6 +57,9 @@ PIN_KEY = "ovn-match-northd-version"
 # the product's units a node may have, restarted in this order
 DAEMONS = ("containerd", AGENT_UNIT, WATCHER)
 UPLINKS = "/etc/ovn4nfv/uplinks"
+# what ovsdb-server answers cluster/status for a database that is not
+# clustered (OVS 3.1 and 3.5: the command exists only with a clustered one)
+STANDALONE = ("is not a valid command", "unknown command", "unknown cluster")
 
 
 class UpgradeFailed(Ovn4nfvError):
@@ -268,8 +271,8 @@ def _cluster_ok(target):
     leader (a standalone one: it answers)."""
     def check():
         error, answer = _unixctl(OVN_RUNDIR, None, "cluster/status", [target[1]], target=target[0])
-        if error and "unknown command" in error:
-            return True
+        if error and any(words in error for words in STANDALONE):
+            return True     # the server answered: a standalone database has no cluster to be back in
         if error or not answer:
             return False
         status = dict(line.split(":", 1) for line in answer.splitlines() if ":" in line)
