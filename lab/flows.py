@@ -26,7 +26,11 @@ A probe answered later than LATE_S after it was sent counts as lost (for
 TCP: the SYN's first retransmission comes a second later, so a stalled
 exchange is lost).
 
-It runs until STOPFILE exists (or max_seconds pass), then waits LATE_S for
+It says ``{"ready": true}`` once its sockets are made (its servers
+answer), and sends its first probe when it reads ``go`` on its standard
+input (the lab says so once every node's servers answer: a probe sent
+before would be lost to the harness, not the network). It runs until
+STOPFILE exists (or max_seconds pass), then waits LATE_S for
 the last answers (its servers answer LINGER_S longer: the other nodes'
 flows stop a moment later), and prints JSON: for each flow ``sent``,
 ``lost``, ``lost_at`` (each lost probe's send time), ``max_gap_ms`` (the
@@ -324,6 +328,9 @@ def main(argv):
     spec = json.loads(argv[1])
     runner = Runner(spec)
     print(json.dumps({"ready": True}), flush=True)      # every socket made: the servers answer
+    # the first probe when every node's servers answer: told so on stdin
+    if sys.stdin.readline().strip() != "go":
+        return 1
     print(json.dumps(runner.run(argv[2], float(spec.get("max_seconds", 1800)))), flush=True)
     return 0
 

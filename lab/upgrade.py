@@ -284,15 +284,20 @@ class Flows:
             kubelet_argv(name)         # flows.py staged beside the kubelet
             exec_in(name, "rm", "-f", STOPFILE)
             self.procs[host] = (name, subprocess.Popen(
-                ["podman", "exec", name, "python3", KUBELET_DIR + "/flows.py", json.dumps(spec), STOPFILE],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True))
+                ["podman", "exec", "-i", name, "python3", KUBELET_DIR + "/flows.py", json.dumps(spec), STOPFILE],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True))
         deadline = time.monotonic() + READY_S
         for host, (name, proc) in self.procs.items():
             ready, _w, _x = select.select([proc.stdout], [], [], max(0.1, deadline - time.monotonic()))
             line = proc.stdout.readline() if ready else ""
             if line.strip() != '{"ready": true}':
-                self.stop()
+                for _name, other in self.procs.values():
+                    other.kill()
                 raise SystemExit("lab: flows.py on %s did not start: %s %s" % (host, line, proc.stderr.read()[-2000:]))
+        # every node's servers answer: the first probes now, everywhere
+        for _name, proc in self.procs.values():
+            proc.stdin.write("go\n")
+            proc.stdin.close()
 
     def stop(self):
         """Every node's figures: ``{host: flows.py's answer}``."""
