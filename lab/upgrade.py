@@ -297,7 +297,7 @@ class Flows:
         # every node's servers answer: the first probes now, everywhere
         for _name, proc in self.procs.values():
             proc.stdin.write("go\n")
-            proc.stdin.close()
+            proc.stdin.flush()          # left open: communicate() closes it
 
     def stop(self):
         """Every node's figures: ``{host: flows.py's answer}``."""
