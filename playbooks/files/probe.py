@@ -396,7 +396,7 @@ def pings(netns, address, count):
     return {"answered": answered, "count": count, "ttls": ttls}
 
 
-def reach(targets, count=3, at_once=16):
+def pings_each(targets, count=3, at_once=16):
     """Each ``{netns, address, ...}`` of ``targets`` pinged ``count`` times
     from its netns, at most ``at_once`` at a time: each with ``answered``
     (the upgrade's gate: a node's pods reach their peers on the others)."""
@@ -445,8 +445,8 @@ def main(argv):
         result = rx(argv[2], argv[3:])
     elif command == "pings":
         result = pings(argv[2], argv[3], int(argv[4]))
-    elif command == "reach":
-        result = reach(json.loads(argv[2]))
+    elif command == "pings-each":
+        result = pings_each(json.loads(argv[2]))
     elif command == "check":
         result = check(json.loads(argv[2]))
     else:

@@ -159,3 +159,16 @@ def test_readme_layout_names_every_core_file():
     actual = set(os.path.relpath(p, CORE) for p in core_files().values())
     assert named == actual, "README names %s; the tree has %s" % (
         sorted(named - actual), sorted(actual - named))
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "playbooks", "files", "*.py"))
+                                        + glob.glob(os.path.join(ROOT, "lab", "*.py"))),
+                         ids=lambda path: os.path.relpath(path, ROOT))
+def test_no_function_is_defined_twice(path):
+    """A second ``def`` of a name silently replaces the first: pylint's
+    sanity does not read the playbooks' helpers nor the lab (a second
+    ``reach`` in probe.py once broke verify.yml's Service rows)."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read())
+    names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    assert not sorted(set(n for n in names if names.count(n) > 1)), path
