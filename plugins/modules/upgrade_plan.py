@@ -66,7 +66,10 @@ EXAMPLES = r"""
     to: trixie
     order: fail-safe
     nodes: >-
-      {{ ansible_play_hosts | map('extract', hostvars, ['upgrade_node', 'node']) | list }}
+      {% set ns = namespace(nodes=[]) %}{% for host in ansible_play_hosts_all %}{%
+        set ns.nodes = ns.nodes + [hostvars[host].upgrade_node.node | combine({'name': host,
+          'central': host in groups['ovn_central'], 'chassis': host in groups['masters'] + groups['workers']})] %}{%
+      endfor %}{{ ns.nodes }}
   run_once: true
   register: upgrade
 

@@ -32,7 +32,11 @@ TRACED = ["network_trace"]
 AUDITED = ["network_audit"]
 # Reads the NB and SB and writes files: its examples run in test_picture.py.
 DRAWN = ["network_picture"]
-ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE + TRACED + AUDITED + DRAWN
+# Upgrade a node's packages and restart its daemons under systemd: their
+# examples are upgrade.yml's own tasks, run on the lab's nodes by
+# make lab-upgrade (and the molecule topology scenario on Debian 12).
+UPGRADING = ["node_upgrade", "upgrade_plan"]
+ORDER = BUILDING_BLOCKS + CLUSTER + LISTENERS + IN_A_NAMESPACE + ON_A_NODE + TRACED + AUDITED + DRAWN + UPGRADING
 
 
 def examples(module):
