@@ -366,8 +366,8 @@ def ready_lab(session):
 def print_tables(measured, flows, rows):
     print("\n== phases (sent/lost/max_gap_ms of every flow in each window; gaps under 20 ms not kept: 0)")
     for phase, start, end, t in rows:
-        print("%-28s %7.1fs %8d sent %6d lost %9.1f max_gap_ms" % (phase, end - start, t["sent"], t["lost"],
-                                                                    t["max_gap_ms"]))
+        print("%-28s %7.1fs %8d sent %6d lost %9.1f max_gap_ms" % (
+            phase, end - start, t["sent"], t["lost"], t["max_gap_ms"]))
     print("\n== flows")
     for flow in flows:
         m = measured[flow["name"]]

@@ -99,9 +99,9 @@ def test_packages_upgraded_but_a_daemon_on_the_old_release_is_not_done():
     (lambda: lab("master", "worker1", "worker2"), "bookworm", "fail-safe", "a downgrade"),
     (lambda: [node("master", dict(BOOKWORM, installed={"ovn": "25.09.0"}), central=True)], "trixie", "fail-safe",
      "OVN 25.09 installed, newer than trixie's 25.03"),
-    (lambda: lab(), "forky", "fail-safe", "the target 'forky' is no Debian release the plan knows"),
+    (lab, "forky", "fail-safe", "the target 'forky' is no Debian release the plan knows"),
     (lambda: [dict(n, debian="sid") for n in lab()], "trixie", "fail-safe", "runs Debian 'sid'"),
-    (lambda: lab(), "trixie", "sideways", "upgrade_order must be one of rolling, fail-safe"),
+    (lab, "trixie", "sideways", "upgrade_order must be one of rolling, fail-safe"),
     (lambda: [node("worker1", BOOKWORM)], "trixie", "fail-safe", "no node of the inventory is a central member"),
 ])
 def test_refusals_name_what_is_wrong(nodes, target, order, words):
