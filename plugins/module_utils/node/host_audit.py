@@ -52,6 +52,7 @@ from ..ovsdb.plan import Change, Plan, plan, validate_config
 from ..ovsdb.task_databases import opened
 from ..ovsdb.view import View
 from ..resources.ovs import MAPPINGS, Port, parse_bridge_mappings
+from .upgrade_node import daemon_version, is_pinned
 
 TABLES = ("Open_vSwitch", "Bridge", "Port", "Interface")
 STRAY = "stray_interface"
@@ -61,7 +62,6 @@ TUNNEL = "tunnel_down"
 VERSION = "version_skew"
 UNWIRED = "provider_bridge_unwired"
 PHYSNET_MTU = "provider_mtu_mismatch"
-PIN_KEY = "ovn-match-northd-version"
 IFF_UP = 0x1
 
 
@@ -91,30 +91,15 @@ def encap_links(ips):
 
 def controller_version(rundir="/var/run/ovn"):
     """The running ``ovn-controller``'s version, asked over its control
-    socket (python-ovs's unixctl client, as ``ovn-appctl version`` asks);
-    None when none runs."""
-    import os
-    from ovs.unixctl.client import UnixctlClient
-    try:
-        with open(os.path.join(rundir, "ovn-controller.pid")) as handle:
-            pid = int(handle.read().strip())
-    except (IOError, OSError, ValueError):
-        return None
-    error, client = UnixctlClient.create(os.path.join(rundir, "ovn-controller.%d.ctl" % pid))
-    if error:
-        return None
-    try:
-        error, problem, result = client.transact("version", [])     # (errno, the daemon's error, its answer)
-        return None if error or problem else result
-    finally:
-        client.close()
+    socket; None when none runs."""
+    return daemon_version(rundir, "ovn-controller")
 
 
 def audit_versions(view, node, northd, controller):
     """``northd``, the central's ``northd_internal_version``; ``controller``,
     :func:`controller_version`."""
     rows = view.rows("Open_vSwitch")
-    pinned = bool(rows) and rows[0].external_ids.get(PIN_KEY, "false").lower() == "true"
+    pinned = bool(rows) and is_pinned(rows[0].external_ids)
     verdict = releases.skew(northd, controller, pinned)
     if verdict is None:
         return []

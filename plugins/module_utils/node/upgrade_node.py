@@ -131,6 +131,12 @@ def daemon_version(rundir, name):
     return None if error else answer
 
 
+def is_pinned(external_ids):
+    """Whether ``Open_vSwitch.external_ids`` pin ovn-controller to
+    northd's version (``ovn-match-northd-version``)."""
+    return external_ids.get(PIN_KEY, "false").lower() == "true"
+
+
 def _pinned(ovs_db, timeout):
     from ..ovsdb.connection import OVS_SCHEMA, Database
     database = Database(ovs_db, OVS_SCHEMA, ("Open_vSwitch",), timeout=timeout,
@@ -138,7 +144,7 @@ def _pinned(ovs_db, timeout):
     try:
         def read(idl):
             rows = list(idl.tables["Open_vSwitch"].rows.values())
-            return rows[0].external_ids.get(PIN_KEY, "false").lower() == "true" if rows else False
+            return is_pinned(rows[0].external_ids) if rows else False
         return database.read(read)
     finally:
         database.close()
