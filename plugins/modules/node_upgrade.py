@@ -17,7 +17,10 @@ description:
     socket), whether C(ovn-controller) is pinned to northd's version, and the node's upgrade record.
   - V(recorded) writes a mark in the node's record, C(/var/lib/ovn4nfv/upgrade.json) - V(started) (a node's
     upgrade begins, or resumes an unfinished one), the V(start) or V(end) of a O(step), V(finished). An
-    upgrade that stopped half-way left its record unfinished, and the next run resumes that node.
+    upgrade that stopped half-way left its record unfinished, and the next run resumes that node. V(started) on a
+    finished record of the same target (the node was planned again, one of its daemons down when read) reopens it
+    - the first attempt's C(from) and C(started) kept, C(attempts) one more, the finished attempt under
+    C(previous); another target begins a new record, the last one under C(previous).
   - V(restarted) restarts the O(step)'s daemons on the release now installed, timed into the record, and
     waits until they run it - V(ovs) by Debian's C(systemctl reload openvswitch-switch) (C(ovs-ctl restart) - the
     flows saved, C(ovsdb-server) restarted and its schema converted, C(ovs-vswitchd) started with
@@ -27,6 +30,16 @@ description:
     connected; V(central) C(ovn-central) restarted, until C(ovn-northd) runs the installed release and each
     clustered database's member is back in a cluster with a leader; V(daemons) the node's C(containerd),
     node agent and watcher (a leading watcher releases its Lease when stopped, and a standby takes over).
+  - With O(step=central), a clustered database's member must first see every other server of its cluster
+    connected (C(cluster/status)), for the NB and the SB, or the task fails naming the missing servers and
+    restarts nothing. With Open vSwitch 3.2 or later installed, each clustered database's unit
+    (C(ovn-ovsdb-server-nb), C(ovn-ovsdb-server-sb)) gets a drop-in, C(ovn4nfv-upgrade.conf), that starts its
+    C(ovsdb-server) with C(--disable-file-no-data-conversion), so that members still on 3.1 can read what it
+    writes (ovsdb(7)). With O(northd_active=false), the member's C(ovn-northd) is paused after the restart.
+  - V(settled), on every central member once all of them run the new release, undoes the upgrade's measures -
+    each database with the drop-in gets C(ovsdb/file/no-data-conversion-enable) (when its C(ovsdb-server) runs 3.2
+    or later and has that command), the drop-ins are removed, and a paused C(ovn-northd) is resumed. The drop-in
+    is the sign of what to settle (C(ovsdb-server) has no query for it); a second run changes nothing.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
@@ -34,7 +47,7 @@ options:
     description:
       - What to do.
     type: str
-    choices: [gathered, recorded, restarted]
+    choices: [gathered, recorded, restarted, settled]
     default: gathered
   step:
     description:
@@ -78,12 +91,21 @@ options:
       - Seconds to wait for each restarted daemon to run the installed release and answer.
     type: int
     default: 120
+  northd_active:
+    description:
+      - With V(restarted) and O(step=central), whether this member's C(ovn-northd) may be the active one after
+        the restart. V(false) pauses it, so that a member still on the old release keeps the active northd
+        while the members are mixed - the upgrade passes V(false) for every central member but the last one,
+        and V(settled) resumes it. Another O(step) takes only V(true).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - ovn4nfv.k8s.ovsdb
   - ovn4nfv.k8s.ovsdb.OVS
 attributes:
   check_mode:
-    description: V(gathered) reads only; V(recorded) and V(restarted) say they would change and change nothing.
+    description: V(gathered) reads only; V(recorded) and V(restarted) say they would change and change nothing
+      (O(step=central) still checks the cluster's members, and fails as it would); V(settled) says what it would do.
     support: full
   diff_mode:
     description: The record has no diff of its own.
@@ -106,6 +128,10 @@ EXAMPLES = r"""
   ovn4nfv.k8s.node_upgrade:
     state: restarted
     step: ovs
+
+- name: Once every central member runs the new release, the upgrade's measures undone
+  ovn4nfv.k8s.node_upgrade:
+    state: settled
 """
 
 RETURN = r"""
@@ -131,12 +157,37 @@ record:
   description: The node's record after this task (V(recorded), V(restarted)); in check mode, as it would be.
   returned: state is recorded or restarted
   type: dict
-  sample: {from: bookworm, to: trixie, started: 1764300000.1, finished: null, steps: {packages: [1764300000.2, 1764300051.0]}}
+  sample: {from: bookworm, to: trixie, started: 1764300000.1, finished: null, attempts: 1,
+           steps: {packages: [1764300000.2, 1764300051.0]}}
 restarted:
-  description: What was restarted (V(restarted)) - the uplinks' bridges put back, or the product's units.
+  description: What was restarted (V(restarted)) - the uplinks' bridges put back, the product's units, or
+    C(ovn-central).
   returned: state is restarted
   type: list
   elements: str
+central:
+  description:
+    - With O(step=central), what the restart found and did - C(cluster) per database (C(N of N servers
+      connected), C(standalone), or C(not answering) for a member down already, which takes no member from its
+      cluster), the C(dropins) written, and whether C(northd) is C(active) or C(paused).
+  returned: state is restarted and step is central
+  type: dict
+  sample:
+    cluster: {OVN_Northbound: 3 of 3 servers connected, OVN_Southbound: 3 of 3 servers connected}
+    dropins: [/etc/systemd/system/ovn-ovsdb-server-nb.service.d/ovn4nfv-upgrade.conf]
+    northd: paused
+settled:
+  description:
+    - What V(settled) did (in check mode, would do) - the databases given
+      C(ovsdb/file/no-data-conversion-enable) (C(enabled)), the drop-ins C(removed), and C(northd) - C(resumed),
+      C(active), or C(not running).
+  returned: state is settled
+  type: dict
+  sample:
+    enabled: [OVN_Northbound, OVN_Southbound]
+    removed: [/etc/systemd/system/ovn-ovsdb-server-nb.service.d/ovn4nfv-upgrade.conf,
+              /etc/systemd/system/ovn-ovsdb-server-sb.service.d/ovn4nfv-upgrade.conf]
+    northd: resumed
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_task_module
@@ -146,7 +197,7 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection impor
 
 def main():
     run_task_module(dict(
-        state=dict(type="str", choices=["gathered", "recorded", "restarted"], default="gathered"),
+        state=dict(type="str", choices=["gathered", "recorded", "restarted", "settled"], default="gathered"),
         step=dict(type="str", choices=list(upgrade_node.STEPS)),
         mark=dict(type="str", choices=["started", "start", "end", "finished"]),
         from_release=dict(type="str"),
@@ -155,6 +206,7 @@ def main():
         chassis=dict(type="bool", default=True),
         record=dict(type="path", default=upgrade_node.RECORD),
         wait=dict(type="int", default=120),
+        northd_active=dict(type="bool", default=True),
     ), upgrade_node.task, default_db=DEFAULT_OVS_DB, libraries=lambda params: params["state"] == "gathered")
 
 

@@ -47,6 +47,7 @@ WRITTEN = {
     "ovn4nfv-launchers", "ovn4nfv-vmi", "ovn4nfv-physnets", "ovn4nfv-vlan-interface",
     "ovn4nfv-qos-max-rate", "ovn4nfv-qos-max-burst", "pod-qos", "ovn4nfv-qos-port",
     "ovn4nfv-term", "ovn4nfv-term-holder", "ovn4nfv-watcher term=",
+    "ovn4nfv-upgrade.conf",
 }
 
 

@@ -119,7 +119,8 @@ def test_versions_as_the_daemons_and_dpkg_say_them():
 
 def test_the_record_starts_times_each_step_and_resumes_unfinished():
     record = node_upgrade.updated_record(None, "started", source="bookworm", target="trixie", now=1.0)
-    assert record == {"from": "bookworm", "to": "trixie", "started": 1.0, "finished": None, "steps": {}}
+    assert record == {"from": "bookworm", "to": "trixie", "started": 1.0, "finished": None, "steps": {},
+                      "attempts": 1}
     record = node_upgrade.updated_record(record, "start", "packages", now=2.0)
     record = node_upgrade.updated_record(record, "end", "packages", now=3.5)
     assert record["steps"] == {"packages": [2.0, 3.5]}

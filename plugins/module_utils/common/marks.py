@@ -221,6 +221,9 @@ NODE_AGENT = "ovn4nfv-node-agent"
 UPLINK_PROGRAM = "ovn4nfv-uplink"
 UPLINK_UNIT = "ovn4nfv-uplink@"
 AGENT_UNIT = "ovn4nfv-agent"
+# the systemd drop-in that starts a clustered central's NB and SB
+# ovsdb-server without the 3.2 file format while its members are mixed
+UPGRADE_DROPIN = "ovn4nfv-upgrade.conf"
 PICTURE_MARK = "ovn4nfv-picture"
 VETH_ALIAS_PREFIX = "ovn4nfv "
 # a virtual network named in a MultiNetworkPolicy's policy-for annotation,
@@ -400,6 +403,11 @@ CONTRACT = {
     "UPLINK_PROGRAM": (KIND_NAME, "daemons/uplinks.py's program name", "daemons/uplinks.py", "its usage line"),
     "UPLINK_UNIT": (KIND_NAME, "the systemd unit ovn4nfv-uplink@<bridge>.service that runs daemons/uplinks.py",
                     "the ovs role", "systemd at boot; daemons/uplinks.py's docs"),
+    "UPGRADE_DROPIN": (KIND_NAME, "/etc/systemd/system/ovn-ovsdb-server-nb.service.d/ and -sb.service.d/ of a "
+                       "clustered central member on Open vSwitch 3.2 or later, while the upgrade runs "
+                       "(ExecStart with --disable-file-no-data-conversion)",
+                       "node_upgrade (state restarted, step central)",
+                       "systemd; node_upgrade (state settled: its presence is the sign to settle, then removed)"),
     "AGENT_UNIT": (KIND_NAME, "the node agent's systemd unit (the cni role's default cni_agent_service)",
                    "the cni role", "node/upgrade_node.py (restarted on the new release)"),
     "VETH_ALIAS_PREFIX": (KIND_PREFIX, "the alias (IFLA_IFALIAS) of a pod's node-side veth, then the "

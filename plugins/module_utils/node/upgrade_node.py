@@ -10,9 +10,15 @@ without losing the flows it forwards with.
   over its control socket, as ``ovs-appctl version`` asks), whether
   ``ovn-controller`` is pinned to northd's version, and the record.
 * **The record**, ``/var/lib/ovn4nfv/upgrade.json``: ``{"from", "to",
-  "started", "finished", "steps": {step: [start, end]}}`` (seconds since
-  the epoch, the node's clock). An upgrade that stopped half-way left
-  ``finished`` empty, and the next run resumes that node.
+  "started", "finished", "steps": {step: [start, end]}, "attempts",
+  "previous"}`` (seconds since the epoch, the node's clock). An upgrade
+  that stopped half-way left ``finished`` empty, and the next run resumes
+  that node. A finished node planned again (one of its daemons was down
+  when it was read) keeps its history: its record is reopened with the
+  first attempt's ``from`` and ``started``, ``attempts`` one more, and the
+  finished attempt (its steps, its ``finished``) under ``previous``; a new
+  target begins a new record, the last one under ``previous``. One attempt
+  back only: ``previous`` holds no ``previous``.
 * **The restarts**, each timed into the record:
 
   - ``ovs``: Debian's ``systemctl reload openvswitch-switch``, which is
@@ -28,7 +34,18 @@ without losing the flows it forwards with.
     waits ``ovn-ofctrl-wait-before-clear`` before it replaces the flows.
   - ``central``: ``ovn-central`` (NB, SB, ovn-northd) restarted on the new
     release; a clustered member is waited for until it is back in its
-    cluster, which has a leader.
+    cluster, which has a leader. Before: each clustered database's member
+    must see every other server of its cluster connected
+    (``cluster/status``), else nothing restarts; with Open vSwitch 3.2 or
+    later installed, the NB and SB units of a clustered database get a
+    drop-in that starts their ovsdb-server with
+    ``--disable-file-no-data-conversion`` (ovsdb(7): 3.1 members cannot
+    read what 3.2 writes otherwise). After: unless this member's northd is
+    to be active, it is paused, so that the old release's northd stays the
+    active one while the members are mixed.
+  - ``settled``, once every central member runs the new release: each
+    database with the drop-in gets ``ovsdb/file/no-data-conversion-enable``,
+    the drop-ins go, and a paused ovn-northd is resumed.
   - ``daemons``: the product's units that this node has (the node agent,
     the watcher: a leader releases its Lease on SIGTERM and a standby takes
     over; containerd, whose containers outlive it).
@@ -46,8 +63,9 @@ import time
 from ..cluster import releases
 from ..cluster.upgrade_plan import behind
 from ..common.errors import Ovn4nfvError, ValidationError
-from ..common.marks import AGENT_UNIT, UPLINK_UNIT, WATCHER
+from ..common.marks import AGENT_UNIT, UPGRADE_DROPIN, UPLINK_UNIT, WATCHER
 from ..ovsdb.connection import DEFAULT_OVS_DB
+from .ovs_control import cluster_status, is_clustered, not_connected, unixctl
 
 RECORD = "/var/lib/ovn4nfv/upgrade.json"
 STEPS = ("packages", "ovs", "ovn-controller", "central", "daemons")
@@ -60,6 +78,22 @@ UPLINKS = "/etc/ovn4nfv/uplinks"
 # what ovsdb-server answers cluster/status for a database that is not
 # clustered (OVS 3.1 and 3.5: the command exists only with a clustered one)
 STANDALONE = ("is not a valid command", "unknown command", "unknown cluster")
+# each central database: Debian's unit (ovn-central), the ovn-ctl command its
+# ExecStart runs, its file, its server's control socket
+CENTRAL_DBS = (
+    {"name": "OVN_Northbound", "unit": "ovn-ovsdb-server-nb", "command": "run_nb_ovsdb",
+     "file": "/var/lib/ovn/ovnnb_db.db", "ctl": os.path.join(OVN_RUNDIR, "ovnnb_db.ctl")},
+    {"name": "OVN_Southbound", "unit": "ovn-ovsdb-server-sb", "command": "run_sb_ovsdb",
+     "file": "/var/lib/ovn/ovnsb_db.db", "ctl": os.path.join(OVN_RUNDIR, "ovnsb_db.ctl")},
+)
+UNITDIR = "/etc/systemd/system"
+OVN_CTL = "/usr/share/ovn/scripts/ovn-ctl"
+# ovsdb(7), "Upgrading from version 3.1 and earlier to 3.2 and later": a
+# clustered member on 3.2 or later writes what 3.1 members cannot read unless
+# started with this option, until every member runs 3.2 or later
+FILE_FORMAT_CHANGE = (3, 2)
+NO_DATA_CONVERSION_OPTION = "--disable-file-no-data-conversion"
+NO_DATA_CONVERSION_ENABLE = "ovsdb/file/no-data-conversion-enable"
 
 
 class UpgradeFailed(Ovn4nfvError):
@@ -100,34 +134,10 @@ def installed_versions(names, status="/var/lib/dpkg/status"):
     return found
 
 
-def _unixctl(rundir, name, command, args=(), target=None):
-    """``(error, answer)`` of ``command`` sent to the daemon ``name`` over
-    its control socket (``<rundir>/<name>.<pid>.ctl``, or ``target``);
-    python-ovs's client, as ``ovs-appctl`` asks."""
-    from ovs.unixctl.client import UnixctlClient
-    path = target
-    if path is None:
-        try:
-            with open(os.path.join(rundir, "%s.pid" % name)) as handle:
-                path = os.path.join(rundir, "%s.%d.ctl" % (name, int(handle.read().strip())))
-        except (IOError, OSError, ValueError) as exc:
-            return str(exc), None
-    error, client = UnixctlClient.create(path)
-    if error:
-        return os.strerror(error), None
-    try:
-        error, problem, result = client.transact(command, list(args))
-        if error:
-            return os.strerror(error), None
-        return (problem, None) if problem else (None, result)
-    finally:
-        client.close()
-
-
 def daemon_version(rundir, name):
     """The running daemon's own version (``ovn-controller 25.03.0 ...``);
     None when none runs."""
-    error, answer = _unixctl(rundir, name, "version")
+    error, answer = unixctl(rundir, name, "version")
     return None if error else answer
 
 
@@ -175,12 +185,27 @@ def gather(ovs_db, timeout, record=RECORD):
 def updated_record(record, mark, step=None, source=None, target=None, now=None):
     """``record`` (None: none yet) after ``mark``: ``started`` (a node's
     upgrade begins, or resumes: an unfinished record keeps its steps),
-    ``start``/``end`` of ``step``, or ``finished``."""
+    ``start``/``end`` of ``step``, or ``finished``.
+
+    ``started`` on a record it does not resume keeps its history: the
+    record replaced goes under ``previous`` (without its own ``previous``:
+    one attempt back, so the file stays small). A finished record of the
+    same target (the node was planned again: a daemon was down when it was
+    read) is reopened: ``from`` and ``started`` stay those of the first
+    attempt and ``attempts`` counts one more; a record of another target
+    begins a new upgrade (``attempts`` 1). A record without ``attempts``
+    (an older release's) counts as one attempt."""
     now = time.time() if now is None else now
     if mark == "started":
         if record and not record.get("finished") and record.get("to") == target:
             return dict(record)
-        return {"from": source, "to": target, "started": now, "finished": None, "steps": {}}
+        fresh = {"from": source, "to": target, "started": now, "finished": None, "steps": {}, "attempts": 1}
+        if record:
+            fresh["previous"] = dict((key, value) for key, value in record.items() if key != "previous")
+            if record.get("to") == target:
+                fresh.update({"from": record.get("from", source), "started": record.get("started", now),
+                              "attempts": int(record.get("attempts") or 1) + 1})
+        return fresh
     if record is None:
         raise ValidationError("the node has no upgrade record: mark it started first")
     record = dict(record, steps=dict(record.get("steps") or {}))
@@ -261,22 +286,95 @@ def restart_ovs(timeout):
 
 def restart_controller(timeout):
     """ovn-controller on the new release; its chassis and bindings kept."""
-    error, _answer = _unixctl(OVN_RUNDIR, "ovn-controller", "exit", ["--restart"])
+    error, _answer = unixctl(OVN_RUNDIR, "ovn-controller", "exit", ["--restart"])
     if error is None:
         wait_until("the old ovn-controller gone", lambda: daemon_version(OVN_RUNDIR, "ovn-controller") is None,
                    timeout)
     systemctl("restart", "ovn-controller.service")
     wait_until("ovn-controller on the installed OVN", _runs(OVN_RUNDIR, "ovn-controller", PACKAGES["ovn"]), timeout)
     wait_until("ovn-controller connected to the southbound",
-               lambda: (_unixctl(OVN_RUNDIR, "ovn-controller", "connection-status")[1] or "").strip() == "connected",
+               lambda: (unixctl(OVN_RUNDIR, "ovn-controller", "connection-status")[1] or "").strip() == "connected",
                timeout)
+
+
+def central_ready(dbs=CENTRAL_DBS):
+    """Before a central member restarts: every other server of each of its
+    clustered databases connected (a 3-member cluster then keeps two while
+    this one restarts), else UpgradeFailed naming what is missing, for all
+    the databases at once. ``{database: what was found}``: ``"N of N
+    servers connected"``, ``"standalone"``, or ``"not answering: ..."`` (a
+    member whose server does not answer is in no quorum now: restarting it
+    takes nothing away from its cluster)."""
+    found, problems = {}, []
+    for db in dbs:
+        error, answer = unixctl(None, None, "cluster/status", [db["name"]], target=db["ctl"])
+        if error and any(words in error for words in STANDALONE):
+            found[db["name"]] = "standalone"
+            continue
+        if error:
+            found[db["name"]] = "not answering: %s" % error.strip()
+            continue
+        status = cluster_status(answer)
+        missing = not_connected(status)
+        if status["status"] != "cluster member":
+            problems.append("%s: this member's status is %r" % (db["name"], status["status"]))
+        if missing:
+            problems.append("%s: this member does not see %s connected" % (db["name"], ", ".join(missing)))
+        found[db["name"]] = "%d of %d servers connected" % (len(status["servers"]) - len(missing),
+                                                            len(status["servers"]))
+    if problems:
+        raise UpgradeFailed("not restarting ovn-central, its cluster would lose a member it needs: %s"
+                            % "; ".join(problems))
+    return found
+
+
+def dropin_path(unit, unitdir=UNITDIR):
+    return os.path.join(unitdir, unit + ".service.d", UPGRADE_DROPIN)
+
+
+def dropin_text(command):
+    """The drop-in: the unit's ExecStart, with the option after ovn-ctl's
+    ``--`` (which it passes to ovsdb-server; OVN_CTL_OPTS is ovn-northd's
+    too, which would refuse it)."""
+    return ("# ovn4nfv.k8s's upgrade: until every member of the cluster runs Open vSwitch 3.2 or later\n"
+            "# (node_upgrade state=settled removes it)\n"
+            "[Service]\nExecStart=\nExecStart=%s %s $OVN_CTL_OPTS -- %s\n" % (OVN_CTL, command,
+                                                                          NO_DATA_CONVERSION_OPTION))
+
+
+def write_dropins(installed_ovs, dbs=CENTRAL_DBS, unitdir=UNITDIR):
+    """With Open vSwitch 3.2 or later installed (``installed_ovs``, dpkg's
+    version), each clustered database's unit gets the drop-in that starts
+    its ovsdb-server with :data:`NO_DATA_CONVERSION_OPTION` (3.1 has no
+    such option); the drop-ins written or changed."""
+    release = releases.ovs_release(installed_ovs)
+    if release is None or release < FILE_FORMAT_CHANGE:
+        return []
+    written = []
+    for db in dbs:
+        if not is_clustered(db["file"]):
+            continue
+        path, text = dropin_path(db["unit"], unitdir), dropin_text(db["command"])
+        try:
+            with open(path) as handle:
+                if handle.read() == text:
+                    continue
+        except (IOError, OSError):
+            pass
+        if not os.path.isdir(os.path.dirname(path)):
+            os.makedirs(os.path.dirname(path), 0o755)
+        with open(path + ".new", "w") as handle:
+            handle.write(text)
+        os.rename(path + ".new", path)
+        written.append(path)
+    return written
 
 
 def _cluster_ok(target):
     """A clustered database's member is back in a cluster that has a
     leader (a standalone one: it answers)."""
     def check():
-        error, answer = _unixctl(OVN_RUNDIR, None, "cluster/status", [target[1]], target=target[0])
+        error, answer = unixctl(OVN_RUNDIR, None, "cluster/status", [target[1]], target=target[0])
         if error and any(words in error for words in STANDALONE):
             return True     # the server answered: a standalone database has no cluster to be back in
         if error or not answer:
@@ -287,14 +385,85 @@ def _cluster_ok(target):
     return check
 
 
-def restart_central(timeout):
-    """NB, SB and ovn-northd on the new release; a clustered member back
-    in its cluster, which has a leader."""
+def northd_paused():
+    """Whether this node's ovn-northd is paused (``is-paused``, in OVN 23.03
+    and 25.03 alike); None when none answers."""
+    error, answer = unixctl(OVN_RUNDIR, "ovn-northd", "is-paused")
+    return None if error else answer.strip() == "true"
+
+
+def _northd(command, paused):
+    error, _answer = unixctl(OVN_RUNDIR, "ovn-northd", command)
+    if error:
+        raise UpgradeFailed("ovn-northd %s: %s" % (command, error))
+    if northd_paused() is not paused:
+        raise UpgradeFailed("ovn-northd %s: is-paused does not say %s" % (command, str(paused).lower()))
+
+
+def restart_central(timeout, northd_active=True, dbs=CENTRAL_DBS, unitdir=UNITDIR, found=None):
+    """NB, SB and ovn-northd on the new release, once every other member
+    of each clustered database is seen connected (:func:`central_ready`,
+    or what it ``found`` already); with Open vSwitch 3.2 or later
+    installed, a clustered database's ovsdb-server started with
+    :data:`NO_DATA_CONVERSION_OPTION` (a drop-in); each clustered member
+    back in its cluster, which has a leader; unless ``northd_active``, this
+    member's ovn-northd paused, so that the members still on the old
+    release keep the active one. What it found and did."""
+    found = central_ready(dbs) if found is None else found
+    written = write_dropins(installed_versions([PACKAGES["ovs"]]).get(PACKAGES["ovs"]), dbs, unitdir)
+    if written:
+        systemctl("daemon-reload")
     systemctl("restart", "ovn-central.service")
     wait_until("ovn-northd on the installed OVN", _runs(OVN_RUNDIR, "ovn-northd", PACKAGES["central"]), timeout)
-    for target in ((os.path.join(OVN_RUNDIR, "ovnnb_db.ctl"), "OVN_Northbound"),
-                   (os.path.join(OVN_RUNDIR, "ovnsb_db.ctl"), "OVN_Southbound")):
-        wait_until("%s's member in its cluster, with a leader" % target[1], _cluster_ok(target), timeout)
+    for db in dbs:
+        wait_until("%s's member in its cluster, with a leader" % db["name"], _cluster_ok((db["ctl"], db["name"])),
+                   timeout)
+    if not northd_active:
+        _northd("pause", True)
+    return {"cluster": found, "dropins": written, "northd": "active" if northd_active else "paused"}
+
+
+def settle(check_mode, dbs=CENTRAL_DBS, unitdir=UNITDIR):
+    """After every central member runs the new release: each database whose
+    drop-in is there (the sign: its server may have been started with
+    :data:`NO_DATA_CONVERSION_OPTION`; ovsdb-server has no query for
+    whether it was enabled since) gets :data:`NO_DATA_CONVERSION_ENABLE`
+    when its server runs 3.2 or later and has that command (it has it only
+    when started with the option), and the drop-in removed; then a paused
+    ovn-northd resumed. ``(changed, what was done)``."""
+    enabled, removed = [], []
+    for db in dbs:
+        path = dropin_path(db["unit"], unitdir)
+        if not os.path.exists(path):
+            continue
+        error, version = unixctl(None, None, "version", target=db["ctl"])
+        running = None if error else releases.ovs_release(version)
+        if running is not None and running >= FILE_FORMAT_CHANGE:
+            error, commands = unixctl(None, None, "list-commands", target=db["ctl"])
+            if error:
+                raise UpgradeFailed("%s's ovsdb-server list-commands: %s" % (db["name"], error))
+            if NO_DATA_CONVERSION_ENABLE in commands:
+                if not check_mode:
+                    error, _answer = unixctl(None, None, NO_DATA_CONVERSION_ENABLE, target=db["ctl"])
+                    if error:
+                        raise UpgradeFailed("%s's ovsdb-server %s: %s" % (db["name"], NO_DATA_CONVERSION_ENABLE,
+                                                                         error))
+                enabled.append(db["name"])
+        if not check_mode:
+            os.remove(path)
+            try:
+                os.rmdir(os.path.dirname(path))
+            except OSError:
+                pass    # the unit's other drop-ins stay, and their directory
+        removed.append(path)
+    if removed and not check_mode:
+        systemctl("daemon-reload")
+    paused = northd_paused()
+    if paused and not check_mode:
+        _northd("resume", False)
+    northd = "resumed" if paused else "not running" if paused is None else "active"
+    done = {"enabled": enabled, "removed": removed, "northd": northd}
+    return bool(enabled or removed or paused), done
 
 
 def restart_daemons(units=DAEMONS):
@@ -329,14 +498,28 @@ def _restarted(params, check_mode):
     if step not in RESTARTS and step != "daemons":
         raise ValidationError("step: state restarted restarts ovs, ovn-controller, central or daemons, not %r"
                               % step)
+    if not params["northd_active"] and step != "central":
+        raise ValidationError("northd_active: only step central restarts an ovn-northd, not step %s" % step)
+    extra = {}
+    if step == "central":
+        # the other members first: a refusal restarts and records nothing, in check mode too
+        found = central_ready()
+        extra["central"] = {"cluster": found, "dropins": [], "northd": "active" if params["northd_active"]
+                            else "paused"}
     if check_mode:
-        return dict(changed=True, record=read_record(params["record"]), restarted=[])
+        return dict(changed=True, record=read_record(params["record"]), restarted=[], **extra)
     record = updated_record(read_record(params["record"]), "start", step)
     write_record(record, params["record"])
-    done = restart_daemons() if step == "daemons" else (RESTARTS[step](params["wait"]) or [])
+    if step == "daemons":
+        done = restart_daemons()
+    elif step == "central":
+        extra["central"] = restart_central(params["wait"], params["northd_active"], found=extra["central"]["cluster"])
+        done = ["ovn-central"]
+    else:
+        done = RESTARTS[step](params["wait"]) or []
     record = updated_record(record, "end", step)
     write_record(record, params["record"])
-    return dict(changed=True, record=record, restarted=done)
+    return dict(changed=True, record=record, restarted=done, **extra)
 
 
 def task(params, check_mode):
@@ -350,6 +533,9 @@ def task(params, check_mode):
         if params["step"] is None:
             raise ValidationError("step: state restarted needs the step to restart")
         return _restarted(params, check_mode)
+    if params["state"] == "settled":
+        changed, done = settle(check_mode)
+        return dict(changed=changed, settled=done)
     node = gather(params["db"], params["timeout"], params["record"])
     if params["to_release"] is None:
         return dict(changed=False, node=node)
