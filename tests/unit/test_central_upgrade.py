@@ -8,8 +8,8 @@ import pytest
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import UPGRADE_DROPIN
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import upgrade_node
-from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node.ovs_control import (cluster_status,
-                                                                                    is_clustered, not_connected)
+from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node.ovs_control import (
+    cluster_status, is_clustered, not_connected)
 
 # captured from tests/harness/raft_env.py's cluster (OVS 3.1.0): the leader
 # with every member up, then once member 15fc was killed
@@ -141,8 +141,8 @@ def test_settled_removes_the_drop_ins_once(tmp_path, monkeypatch):
     changed, done = upgrade_node.settle(False, central, unitdir)
     assert changed and done["removed"] == written and reloads == [("daemon-reload",)]
     assert os.listdir(unitdir) == []
-    assert upgrade_node.settle(False, central, unitdir) == (False, {"enabled": [], "removed": [],
-                                                                  "northd": "not running"})
+    unchanged = (False, {"enabled": [], "removed": [], "northd": "not running"})
+    assert upgrade_node.settle(False, central, unitdir) == unchanged
     assert reloads == [("daemon-reload",)]
 
 

@@ -338,8 +338,8 @@ def dropin_text(command):
     too, which would refuse it)."""
     return ("# ovn4nfv.k8s's upgrade: until every member of the cluster runs Open vSwitch 3.2 or later\n"
             "# (node_upgrade state=settled removes it)\n"
-            "[Service]\nExecStart=\nExecStart=%s %s $OVN_CTL_OPTS -- %s\n" % (OVN_CTL, command,
-                                                                          NO_DATA_CONVERSION_OPTION))
+            "[Service]\nExecStart=\nExecStart=%s %s $OVN_CTL_OPTS -- %s\n"
+            % (OVN_CTL, command, NO_DATA_CONVERSION_OPTION))
 
 
 def write_dropins(installed_ovs, dbs=CENTRAL_DBS, unitdir=UNITDIR):
@@ -446,8 +446,8 @@ def settle(check_mode, dbs=CENTRAL_DBS, unitdir=UNITDIR):
                 if not check_mode:
                     error, _answer = unixctl(None, None, NO_DATA_CONVERSION_ENABLE, target=db["ctl"])
                     if error:
-                        raise UpgradeFailed("%s's ovsdb-server %s: %s" % (db["name"], NO_DATA_CONVERSION_ENABLE,
-                                                                         error))
+                        raise UpgradeFailed("%s's ovsdb-server %s: %s"
+                                            % (db["name"], NO_DATA_CONVERSION_ENABLE, error))
                 enabled.append(db["name"])
         if not check_mode:
             os.remove(path)
