@@ -16,12 +16,16 @@ description:
     the order OVN's upgrade guide allows (C(Documentation/intro/install/ovn-upgrades.rst)), the nodes still to
     upgrade in that order, the chassis to pin to C(ovn-northd)'s version first and to unpin at the end, and
     the plan as lines a reviewer reads. C(playbooks/upgrade.yml) follows it.
+  - Two passes. First the datapaths (RV(datapath)), node by node - the packages and Open vSwitch on the new
+    release, while every OVN daemon keeps its release, so that no node's flows change while an old
+    C(ovs-vswitchd) still forwards (Debian 12's Open vSwitch 3.1 userspace conntrack aborts on traffic of
+    mixed OVN releases). Then OVN (RV(nodes)), in the order asked.
   - V(rolling) upgrades the chassis that are no central member first, then the central members one by one,
     and only within OVN's rolling span (from an LTS, or a release after it, to the next LTS). V(fail-safe)
     pins every chassis still to do to northd's version, upgrades the central members one by one, then the
     other chassis, and unpins them.
   - "Refuses, before anything changes: a jump outside the rolling span in the V(rolling) order, a downgrade
-    (a node on a newer Debian release or OVN than the target), a target or a node's release it does not
+    (a node on a newer Debian release, OVN or Open vSwitch than the target), a target or a node's release it does not
     know, a fail-safe upgrade stopped half-way that is asked to finish in the V(rolling) order, and an
     inventory without a central member."
   - Reads nothing and changes nothing itself.
@@ -90,14 +94,28 @@ span:
   returned: success
   type: str
   sample: OVN 23.03 -> 25.03
-nodes:
-  description: The nodes to upgrade, in order; empty when every node runs the target.
+datapath:
+  description:
+    - The nodes whose packages and Open vSwitch the first pass upgrades, one at a time, while every OVN
+      daemon keeps its release.
   returned: success
   type: list
   elements: str
   sample: [master, worker1, worker2]
+nodes:
+  description: The nodes whose OVN daemons the second pass upgrades, in order; empty when every node runs the target.
+  returned: success
+  type: list
+  elements: str
+  sample: [master, worker1, worker2]
+central:
+  description: The central members among RV(nodes), in order (each but the last keeps its ovn-northd paused).
+  returned: success
+  type: list
+  elements: str
+  sample: [master]
 pin:
-  description: The chassis to pin to northd's version before the first node is upgraded.
+  description: The chassis to pin to northd's version before the OVN pass.
   returned: success
   type: list
   elements: str
@@ -115,6 +133,7 @@ lines:
   elements: str
   sample:
     - "upgrade to trixie (Debian 13), OVN 23.03 -> 25.03, in the fail-safe order: 3 of 3 nodes to do"
+    - "datapath: master: packages bookworm -> trixie; Open vSwitch 3.1 -> 3.5, its flows kept (flow-restore-wait)"
     - "pin ovn-controller to northd's version on master, worker1, worker2"
 """
 

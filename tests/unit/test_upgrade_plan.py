@@ -45,10 +45,14 @@ def test_fail_safe_pins_then_central_first_then_chassis_then_unpins():
     assert made["pin"] == ["master", "worker1", "worker2"] and made["unpin"] == made["pin"]
     lines = made["lines"]
     assert lines[0].startswith("upgrade to trixie (Debian 13), OVN 23.03 -> 25.03, in the fail-safe order: 3 of 3")
-    assert lines[1] == "pin ovn-controller to northd's version on master, worker1, worker2"
-    assert lines[2].startswith("1. master (central+chassis): packages bookworm -> trixie; Open vSwitch 3.1 -> 3.5")
-    assert "central member (NB, SB, ovn-northd) 23.03 -> 25.03" in lines[2]
-    assert "central member" not in lines[3] and lines[3].startswith("2. worker1 (chassis)")
+    # the datapaths first, every OVN daemon on its release meanwhile
+    assert made["datapath"] == ["master", "worker1", "worker2"] and made["central"] == ["master"]
+    assert lines[1] == ("datapath: master: packages bookworm -> trixie; Open vSwitch 3.1 -> 3.5, its flows kept "
+                        "(flow-restore-wait)")
+    assert lines[4] == "pin ovn-controller to northd's version on master, worker1, worker2"
+    assert lines[5].startswith("1. master (central+chassis): central member (NB, SB, ovn-northd) 23.03 -> 25.03")
+    assert "; ovn-controller 23.03 -> 25.03" in lines[5] and "packages" not in lines[5]
+    assert "central member" not in lines[6] and lines[6].startswith("2. worker1 (chassis): ovn-controller")
     assert lines[-1] == "unpin ovn-controller on master, worker1, worker2"
 
 
@@ -62,6 +66,9 @@ def test_rolling_within_the_span_takes_the_chassis_first():
     finally:
         del releases.DEBIAN["test-lts"]
     assert made["nodes"] == ["worker1", "master"] and made["pin"] == [] and made["unpin"] == []
+    # rolling: a member that is a chassis too takes its controller before its database and northd
+    assert made["lines"][-1].startswith("2. master (central+chassis): ovn-controller 23.03 -> 24.03")
+    assert "; central member (NB, SB, ovn-northd) 23.03 -> 24.03" in made["lines"][-1]
 
 
 def test_nothing_to_do_once_every_node_runs_the_target():
@@ -79,8 +86,10 @@ def test_a_run_that_stopped_half_way_resumes_where_it_stopped():
     nodes[2]["pinned"] = True
     made = plan(nodes, "trixie", "fail-safe")
     assert made["nodes"] == ["worker1", "worker2"]
-    assert "(resumed: the last run stopped on this node)" in made["lines"][2]
-    assert made["lines"][2].startswith("1. worker1 (chassis): packages: at trixie already")
+    # worker1's packages and OVS are done: the datapath pass has worker2 only
+    assert made["datapath"] == ["worker2"]
+    assert "(resumed: the last run stopped on this node)" in made["lines"][3]
+    assert made["lines"][3].startswith("1. worker1 (chassis): ovn-controller 23.03 -> 25.03")
     assert made["unpin"] == ["worker1", "worker2"]
     # finishing it in the rolling order would run controllers older than northd
     with pytest.raises(Refused) as refused:
@@ -103,6 +112,10 @@ def test_packages_upgraded_but_a_daemon_on_the_old_release_is_not_done():
     (lambda: [dict(n, debian="sid") for n in lab()], "trixie", "fail-safe", "runs Debian 'sid'"),
     (lab, "trixie", "sideways", "upgrade_order must be one of rolling, fail-safe"),
     (lambda: [node("worker1", BOOKWORM)], "trixie", "fail-safe", "no node of the inventory is a central member"),
+    (lambda: [node("master", dict(BOOKWORM, installed={"ovs": "3.6.0-1"}), central=True)], "trixie", "fail-safe",
+     "Open vSwitch 3.6 installed, newer than trixie's 3.5"),
+    (lambda: [node("master", dict(BOOKWORM, installed={"central": "25.09.1-1"}), central=True)], "trixie",
+     "fail-safe", "OVN's central 25.09 installed, newer than trixie's 25.03"),
 ])
 def test_refusals_name_what_is_wrong(nodes, target, order, words):
     with pytest.raises(Refused) as refused:
@@ -148,3 +161,31 @@ def test_dpkg_status_and_os_release(tmp_path):
     release.write_text('PRETTY_NAME="Debian GNU/Linux 13 (trixie)"\nVERSION_CODENAME=trixie\n')
     assert node_upgrade.os_codename(str(release)) == "trixie"
     assert node_upgrade.os_codename(str(tmp_path / "none")) is None
+
+
+def test_policy_rc_refuses_the_network_daemons_only(tmp_path):
+    """The upgrade's policy-rc.d (playbooks/templates/policy-rc.d.j2 with
+    playbooks/vars/upgrade.yml), run as invoke-rc.d and deb-systemd-invoke
+    run it: the network's daemons are the playbook's to restart (101),
+    every other one restarts as its package says (0)."""
+    import os
+    import subprocess
+
+    import jinja2
+    import yaml
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks")
+    with open(os.path.join(root, "vars", "upgrade.yml")) as handle:
+        values = yaml.safe_load(handle)
+    with open(os.path.join(root, "templates", "policy-rc.d.j2")) as handle:
+        script = tmp_path / "policy-rc.d"
+        script.write_text(jinja2.Template(handle.read()).render(**values))
+    assert values["upgrade_policy_mark"] in script.read_text()
+
+    def asked(*argv):
+        return subprocess.run(["sh", str(script)] + list(argv), check=False, timeout=10).returncode
+    for name in ("openvswitch-switch", "ovs-vswitchd.service", "ovn-controller", "ovn-ovsdb-server-sb.service",
+                 "containerd.service", "ovn4nfv-agent.service", "ovn4nfv-uplink@br-phy.service"):
+        assert asked(name, "restart") == 101, name
+    assert asked("--quiet", "ovn-northd", "start") == 101
+    for name in ("ssh", "ssh.service", "cron", "systemd-resolved.service", "ovsx", "my-ovn-controller"):
+        assert asked(name, "restart") == 0, name

@@ -13,15 +13,28 @@ packages' versions); ``running`` ``{"ovs", "ovn_controller", "northd"}``
 (``ovn-match-northd-version``); ``record`` (what the upgrade wrote on it
 last, or None).
 
-The orders (OVN's ``Documentation/intro/install/ovn-upgrades.rst``):
+Two passes. First **the datapaths**, node by node: the packages and Open
+vSwitch on the new release, its flows kept, while every OVN daemon keeps
+running its old release (no OVN release changes meanwhile, so no node's
+flows change). Then **OVN**, in one of the orders of OVN's
+``Documentation/intro/install/ovn-upgrades.rst``:
 
 * ``rolling``: the chassis that are no central member first, then the
-  central members one by one. Only within OVN's rolling span (an LTS, or a
-  release after it, to the next LTS).
+  central members one by one (a member that is also a chassis takes its
+  controller before its database and northd). Only within OVN's rolling
+  span (an LTS, or a release after it, to the next LTS).
 * ``fail-safe``: every chassis still to do is pinned to northd's version
   first; then the central members one by one (a member that is also a
   chassis takes its own controller with it, which then matches northd);
   then the other chassis; the pins are removed at the end.
+
+Why the datapaths first: while OVN's releases are mixed, a node's flows
+differ from its peers', and an old ``ovs-vswitchd`` then meets traffic it
+never met before (Debian 12's Open vSwitch 3.1 userspace conntrack aborts
+on an assertion that 3.2.3 and later removed, OVS commit ad92b0da1); a
+pinned chassis whose ``ovs-vswitchd`` restarts gets no flows from its
+frozen ``ovn-controller`` until its own step. With every datapath on the
+new release before any OVN release moves, neither can happen.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -37,10 +50,6 @@ ORDERS = ("rolling", "fail-safe")
 class Refused(ValidationError):
     """The plan refuses this upgrade (before anything changed); the message
     says why and what to do."""
-
-
-def _release(text):
-    return releases.release(text)
 
 
 def _known(node):
@@ -60,9 +69,9 @@ def behind(node, target):
     out = [] if node.get("debian") == target else ["debian"]
     if releases.ovs_release(running.get("ovs")) != want["ovs"]:
         out.append("ovs")
-    if node.get("chassis") and _release(running.get("ovn_controller")) != want["ovn"]:
+    if node.get("chassis") and releases.release(running.get("ovn_controller")) != want["ovn"]:
         out.append("ovn-controller")
-    if node.get("central") and _release(running.get("northd")) != want["ovn"]:
+    if node.get("central") and releases.release(running.get("northd")) != want["ovn"]:
         out.append("northd")
     return out
 
@@ -74,22 +83,30 @@ def done(node, target):
     return not behind(node, target) and not (record and not record.get("finished"))
 
 
-def steps_of(node, target):
-    """What upgrading ``node`` does, as the plan prints it."""
+def datapath_steps(node, target):
+    """What the datapath pass does on ``node`` (empty: it has done it)."""
+    want, have = releases.DEBIAN[target], _known(node)
+    found = releases.ovs_release((node.get("running") or {}).get("ovs"))
+    out = ["packages %s -> %s" % (node.get("debian"), target)] if node.get("debian") != target else []
+    if out or found != want["ovs"]:
+        out.append("Open vSwitch %s -> %s, its flows kept (flow-restore-wait)" % (
+            releases.shown_ovs(found or have["ovs"]), releases.shown_ovs(want["ovs"])))
+    return out
+
+
+def steps_of(node, target, order="fail-safe"):
+    """What the OVN pass does on ``node``, as the plan prints it."""
     want, have = releases.DEBIAN[target], _known(node)
     running = node.get("running") or {}
-    out = ["packages %s -> %s" % (node.get("debian"), target) if node.get("debian") != target
-           else "packages: at %s already" % target]
-    out.append("Open vSwitch %s -> %s, its flows kept (flow-restore-wait)" % (
-        releases.shown_ovs(releases.ovs_release(running.get("ovs")) or have["ovs"]), releases.shown_ovs(want["ovs"])))
-    if node.get("chassis"):
-        out.append("ovn-controller %s -> %s, its flows kept until it has computed new ones "
-                   "(ovn-ofctrl-wait-before-clear)" % (
-                       releases.shown(_release(running.get("ovn_controller")) or have["ovn"]),
-                       releases.shown(want["ovn"])))
-    if node.get("central"):
-        out.append("central member (NB, SB, ovn-northd) %s -> %s, the cluster's quorum kept" % (
-            releases.shown(_release(running.get("northd")) or have["ovn"]), releases.shown(want["ovn"])))
+    controller = ["ovn-controller %s -> %s, its flows kept until it has computed new ones "
+                  "(ovn-ofctrl-wait-before-clear)" % (
+                      releases.shown(releases.release(running.get("ovn_controller")) or have["ovn"]),
+                      releases.shown(want["ovn"]))] if node.get("chassis") else []
+    central = ["central member (NB, SB, ovn-northd) %s -> %s, the cluster's quorum kept" % (
+        releases.shown(releases.release(running.get("northd")) or have["ovn"]),
+        releases.shown(want["ovn"]))] if node.get("central") else []
+    # rolling: controllers before the central, on a node that is both too
+    out = controller + central if order == "rolling" else central + controller
     out.append("the product's daemons restarted on the new release (a watcher hands its leadership over)")
     if node.get("record") and not node["record"].get("finished"):
         out[0] += " (resumed: the last run stopped on this node)"
@@ -99,16 +116,18 @@ def steps_of(node, target):
 def _northd(nodes):
     """The oldest OVN release the central runs (northd's own version where
     it runs, else the installed package's)."""
-    found = [_release((n.get("running") or {}).get("northd")) or _release((n.get("installed") or {}).get("ovn"))
+    found = [releases.release((n.get("running") or {}).get("northd")) or releases.release((n.get("installed") or {}).get("ovn"))
              for n in nodes if n.get("central")]
     found = [r for r in found if r]
     return min(found) if found else None
 
 
 def plan(nodes, target, order):
-    """``{"order", "span", "nodes" (to upgrade, in order), "pin" (chassis
-    to pin first), "unpin" (chassis to unpin at the end), "lines"}``, or
-    :class:`Refused`."""
+    """``{"order", "span", "datapath" (the nodes whose packages or Open
+    vSwitch the first pass upgrades), "nodes" (the OVN pass's, in order),
+    "central" (its central members, in order), "pin" (chassis to pin
+    before the OVN pass), "unpin" (chassis to unpin at the end), "lines"}``,
+    or :class:`Refused`."""
     if order not in ORDERS:
         raise Refused("upgrade_order must be one of %s, not %r" % (", ".join(ORDERS), order))
     want = releases.DEBIAN.get(target)
@@ -126,13 +145,18 @@ def plan(nodes, target, order):
             raise Refused("%s runs Debian %d (%s) and the target is Debian %d (%s): a downgrade, which the "
                           "upgrade refuses (OVN's databases and flows do not go back)" % (
                               node["name"], have["version"], node["debian"], want["version"], target))
-        ovn = _release((node.get("installed") or {}).get("ovn"))
-        if ovn and ovn > want["ovn"]:
-            raise Refused("%s has OVN %s installed, newer than %s's %s: a downgrade, which the upgrade refuses" % (
-                node["name"], releases.shown(ovn), target, releases.shown(want["ovn"])))
+        installed = node.get("installed") or {}
+        for key, parse, shown, wanted, what in (
+                ("ovn", releases.release, releases.shown, want["ovn"], "OVN"),
+                ("central", releases.release, releases.shown, want["ovn"], "OVN's central"),
+                ("ovs", releases.ovs_release, releases.shown_ovs, want["ovs"], "Open vSwitch")):
+            found = parse(installed.get(key))
+            if found and found > wanted:
+                raise Refused("%s has %s %s installed, newer than %s's %s: a downgrade, which the upgrade "
+                              "refuses" % (node["name"], what, shown(found), target, shown(wanted)))
     todo = [n for n in nodes if not done(n, target)]
     northd = _northd(nodes)
-    controllers = [_release((n.get("running") or {}).get("ovn_controller")) for n in nodes if n.get("chassis")]
+    controllers = [releases.release((n.get("running") or {}).get("ovn_controller")) for n in nodes if n.get("chassis")]
     oldest = min([r for r in controllers + [northd] if r] or [want["ovn"]])
     span = "OVN %s -> %s" % (releases.shown(oldest), releases.shown(want["ovn"]))
     if order == "rolling" and todo:
@@ -141,8 +165,8 @@ def plan(nodes, target, order):
             raise Refused("%s is outside OVN's rolling upgrade span (from %s it goes as far as %s): run it in the "
                           "fail-safe order (-e upgrade_order=fail-safe), which pins every chassis to northd's "
                           "version first" % (span, releases.shown(oldest), furthest))
-        late = [n["name"] for n in nodes if n.get("chassis") and northd and _release(
-            (n.get("running") or {}).get("ovn_controller")) and _release(n["running"]["ovn_controller"]) < northd]
+        late = [n["name"] for n in nodes if n.get("chassis") and northd and releases.release(
+            (n.get("running") or {}).get("ovn_controller")) and releases.release(n["running"]["ovn_controller"]) < northd]
         if late:
             raise Refused("the central already runs OVN %s and %s an older ovn-controller: a fail-safe upgrade "
                           "stopped half-way; finish it in that order (-e upgrade_order=fail-safe)" % (
@@ -150,21 +174,26 @@ def plan(nodes, target, order):
     central = [n for n in todo if n.get("central")]
     others = [n for n in todo if not n.get("central")]
     ordered = others + central if order == "rolling" else central + others
+    datapath = [n["name"] for n in nodes if datapath_steps(n, target)]
     pin = [n["name"] for n in todo if n.get("chassis") and order == "fail-safe"
-           and _release((n.get("running") or {}).get("ovn_controller")) != want["ovn"]]
+           and releases.release((n.get("running") or {}).get("ovn_controller")) != want["ovn"]]
     unpin = [n["name"] for n in nodes if n.get("chassis") and (n.get("pinned") or n["name"] in pin)]
     lines = ["upgrade to %s (Debian %d), %s, in the %s order: %d of %d nodes to do" % (
         target, want["version"], span, order, len(ordered), len(nodes))]
+    for name in datapath:
+        node = next(n for n in nodes if n["name"] == name)
+        lines.append("datapath: %s: %s" % (name, "; ".join(datapath_steps(node, target))))
     if pin:
         lines.append("pin ovn-controller to northd's version on %s" % ", ".join(pin))
     for index, node in enumerate(ordered, 1):
         roles = "+".join(r for r in ("central", "chassis") if node.get(r))
-        lines.append("%d. %s (%s): %s" % (index, node["name"], roles, "; ".join(steps_of(node, target))))
+        lines.append("%d. %s (%s): %s" % (index, node["name"], roles, "; ".join(steps_of(node, target, order))))
     if unpin:
         lines.append("unpin ovn-controller on %s" % ", ".join(unpin))
     if not ordered and not unpin:
         lines.append("nothing to do: every node runs %s" % target)
-    return {"order": order, "span": span, "nodes": [n["name"] for n in ordered], "pin": pin, "unpin": unpin,
+    return {"order": order, "span": span, "datapath": datapath, "nodes": [n["name"] for n in ordered],
+            "central": [n["name"] for n in ordered if n.get("central")], "pin": pin, "unpin": unpin,
             "lines": lines}
 
 
