@@ -74,37 +74,11 @@ def upgrade_vars():
 
 # -- what happened when: pure, tested (tests/unit/test_lab_upgrade.py)
 
-DATAPATH_STEPS = ("packages", "ovs")
-
-
 def node_windows(records, now):
-    """``{node: [(start, end), ...]}``: the times each node was being
-    upgraded, from its upgrade.json. upgrade.yml takes a node in two
-    passes, with other nodes' steps between them: the datapath's, from
-    ``started`` to the end of its ``ovs`` step, and OVN's, from the start
-    of its first other step to ``finished``. A node with no datapath step
-    (its datapath was done before) has one window, ``started`` to
-    ``finished``; an unfinished one ends at ``now``."""
-    found = {}
-    for node, record in records.items():
-        if not record or record.get("started") is None:
-            continue
-        steps = record.get("steps") or {}
-        end = record.get("finished") or now
-        ovs = steps.get("ovs") or [None, None]
-        ovs_end = ovs[1] if len(ovs) > 1 else None
-        later = sorted(span[0] for step, span in steps.items()
-                       if step not in DATAPATH_STEPS and span and span[0] is not None)
-        if not any(step in steps for step in DATAPATH_STEPS) or ovs_end is None or (not later and record.get(
-                "finished")):
-            found[node] = [(record["started"], end)]        # one pass, or still in its datapath's
-        elif later and later[0] > ovs_end:
-            found[node] = [(record["started"], ovs_end), (later[0], end)]
-        elif later:
-            found[node] = [(record["started"], end)]            # one pass after all
-        else:
-            found[node] = [(record["started"], ovs_end)]    # its OVN pass to come
-    return found
+    """``{node: (start, end)}`` from each node's upgrade.json (an upgrade
+    not finished ends at ``now``)."""
+    return dict((node, (r["started"], r.get("finished") or now)) for node, r in records.items()
+                if r and r.get("started") is not None)
 
 
 def step_windows(records, now):
@@ -119,7 +93,7 @@ def step_windows(records, now):
 
 def upgrading_at(stamp, windows):
     """The nodes being upgraded at ``stamp``."""
-    return set(node for node, spans in windows.items() if any(start <= stamp <= end for start, end in spans))
+    return set(node for node, (start, end) in windows.items() if start <= stamp <= end)
 
 
 def untouched(lost_at, flow_ends, windows):
@@ -156,7 +130,7 @@ def tally(flows, start, end):
 def idle_spans(windows, start, end):
     """The parts of ``[start, end]`` when no node was being upgraded."""
     spans, at = [], start
-    for first, last in sorted(span for spans in windows.values() for span in spans):
+    for first, last in sorted(windows.values()):
         if first > at:
             spans.append((at, min(first, end)))
         at = max(at, last)
@@ -170,9 +144,8 @@ def phase_rows(flows, records, start, end):
     steps, and the time no node was being upgraded."""
     windows = node_windows(records, end)
     rows = []
-    for node, spans in sorted(windows.items(), key=lambda kv: kv[1][0]):
-        rows += [(node if len(spans) == 1 else "%s#%d" % (node, index), first, last, tally(flows, first, last))
-                 for index, (first, last) in enumerate(spans, 1)]
+    for node, (first, last) in sorted(windows.items(), key=lambda kv: kv[1]):
+        rows.append((node, first, last, tally(flows, first, last)))
         rows += [("%s:%s" % (n, step), a, b, tally(flows, a, b)) for n, step, a, b in step_windows(records, end)
                  if n == node]
     idle = idle_spans(windows, start, end)

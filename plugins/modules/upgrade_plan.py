@@ -16,11 +16,8 @@ description:
     the order OVN's upgrade guide allows (C(Documentation/intro/install/ovn-upgrades.rst)), the nodes still to
     upgrade in that order, the chassis to pin to C(ovn-northd)'s version first and to unpin at the end, and
     the plan as lines a reviewer reads. C(playbooks/upgrade.yml) follows it.
-  - Two passes. First the datapaths (RV(datapath)), node by node - the packages and Open vSwitch on the new
-    release, while every OVN daemon keeps its release, so that no node's flows change while an old
-    C(ovs-vswitchd) still forwards (Debian 12's Open vSwitch 3.1 userspace conntrack aborts on traffic of
-    mixed OVN releases). Then OVN (RV(nodes)), in the order asked.
-  - V(rolling) upgrades the chassis that are no central member first, then the central members one by one,
+  - V(rolling) upgrades the chassis that are no central member first, then the central members one by one
+    (a member that is also a chassis takes its controller before its database and northd),
     and only within OVN's rolling span (from an LTS, or a release after it, to the next LTS). V(fail-safe)
     pins every chassis still to do to northd's version, upgrades the central members one by one, then the
     other chassis, and unpins them.
@@ -94,16 +91,8 @@ span:
   returned: success
   type: str
   sample: OVN 23.03 -> 25.03
-datapath:
-  description:
-    - The nodes whose packages and Open vSwitch the first pass upgrades, one at a time, while every OVN
-      daemon keeps its release.
-  returned: success
-  type: list
-  elements: str
-  sample: [master, worker1, worker2]
 nodes:
-  description: The nodes whose OVN daemons the second pass upgrades, in order; empty when every node runs the target.
+  description: The nodes to upgrade, in order; empty when every node runs the target.
   returned: success
   type: list
   elements: str
@@ -115,7 +104,7 @@ central:
   elements: str
   sample: [master]
 pin:
-  description: The chassis to pin to northd's version before the OVN pass.
+  description: The chassis to pin to northd's version before the first node is upgraded.
   returned: success
   type: list
   elements: str
@@ -133,7 +122,6 @@ lines:
   elements: str
   sample:
     - "upgrade to trixie (Debian 13), OVN 23.03 -> 25.03, in the fail-safe order: 3 of 3 nodes to do"
-    - "datapath: master: packages bookworm -> trixie; Open vSwitch 3.1 -> 3.5, its flows kept (flow-restore-wait)"
     - "pin ovn-controller to northd's version on master, worker1, worker2"
 """
 

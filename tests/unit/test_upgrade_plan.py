@@ -45,14 +45,13 @@ def test_fail_safe_pins_then_central_first_then_chassis_then_unpins():
     assert made["pin"] == ["master", "worker1", "worker2"] and made["unpin"] == made["pin"]
     lines = made["lines"]
     assert lines[0].startswith("upgrade to trixie (Debian 13), OVN 23.03 -> 25.03, in the fail-safe order: 3 of 3")
-    # the datapaths first, every OVN daemon on its release meanwhile
-    assert made["datapath"] == ["master", "worker1", "worker2"] and made["central"] == ["master"]
-    assert lines[1] == ("datapath: master: packages bookworm -> trixie; Open vSwitch 3.1 -> 3.5, its flows kept "
-                        "(flow-restore-wait)")
-    assert lines[4] == "pin ovn-controller to northd's version on master, worker1, worker2"
-    assert lines[5].startswith("1. master (central+chassis): central member (NB, SB, ovn-northd) 23.03 -> 25.03")
-    assert "; ovn-controller 23.03 -> 25.03" in lines[5] and "packages" not in lines[5]
-    assert "central member" not in lines[6] and lines[6].startswith("2. worker1 (chassis): ovn-controller")
+    assert made["central"] == ["master"]
+    assert lines[1] == "pin ovn-controller to northd's version on master, worker1, worker2"
+    assert lines[2].startswith("1. master (central+chassis): packages bookworm -> trixie; Open vSwitch 3.1 -> 3.5")
+    # fail-safe: the member's database and northd before its controller
+    assert "; central member (NB, SB, ovn-northd) 23.03 -> 25.03, the cluster's quorum kept; ovn-controller" \
+        in lines[2]
+    assert "central member" not in lines[3] and lines[3].startswith("2. worker1 (chassis)")
     assert lines[-1] == "unpin ovn-controller on master, worker1, worker2"
 
 
@@ -67,8 +66,9 @@ def test_rolling_within_the_span_takes_the_chassis_first():
         del releases.DEBIAN["test-lts"]
     assert made["nodes"] == ["worker1", "master"] and made["pin"] == [] and made["unpin"] == []
     # rolling: a member that is a chassis too takes its controller before its database and northd
-    assert made["lines"][-1].startswith("2. master (central+chassis): ovn-controller 23.03 -> 24.03")
-    assert "; central member (NB, SB, ovn-northd) 23.03 -> 24.03" in made["lines"][-1]
+    assert made["lines"][-1].startswith("2. master (central+chassis): packages")
+    assert "; ovn-controller 23.03 -> 24.03, its flows kept until it has computed new ones " \
+        "(ovn-ofctrl-wait-before-clear); central member (NB, SB, ovn-northd) 23.03 -> 24.03" in made["lines"][-1]
 
 
 def test_nothing_to_do_once_every_node_runs_the_target():
@@ -86,10 +86,8 @@ def test_a_run_that_stopped_half_way_resumes_where_it_stopped():
     nodes[2]["pinned"] = True
     made = plan(nodes, "trixie", "fail-safe")
     assert made["nodes"] == ["worker1", "worker2"]
-    # worker1's packages and OVS are done: the datapath pass has worker2 only
-    assert made["datapath"] == ["worker2"]
-    assert "(resumed: the last run stopped on this node)" in made["lines"][3]
-    assert made["lines"][3].startswith("1. worker1 (chassis): ovn-controller 23.03 -> 25.03")
+    assert "(resumed: the last run stopped on this node)" in made["lines"][2]
+    assert made["lines"][2].startswith("1. worker1 (chassis): packages: at trixie already")
     assert made["unpin"] == ["worker1", "worker2"]
     # finishing it in the rolling order would run controllers older than northd
     with pytest.raises(Refused) as refused:

@@ -13,11 +13,7 @@ packages' versions); ``running`` ``{"ovs", "ovn_controller", "northd"}``
 (``ovn-match-northd-version``); ``record`` (what the upgrade wrote on it
 last, or None).
 
-Two passes. First **the datapaths**, node by node: the packages and Open
-vSwitch on the new release, its flows kept, while every OVN daemon keeps
-running its old release (no OVN release changes meanwhile, so no node's
-flows change). Then **OVN**, in one of the orders of OVN's
-``Documentation/intro/install/ovn-upgrades.rst``:
+The orders (OVN's ``Documentation/intro/install/ovn-upgrades.rst``):
 
 * ``rolling``: the chassis that are no central member first, then the
   central members one by one (a member that is also a chassis takes its
@@ -27,14 +23,6 @@ flows change). Then **OVN**, in one of the orders of OVN's
   first; then the central members one by one (a member that is also a
   chassis takes its own controller with it, which then matches northd);
   then the other chassis; the pins are removed at the end.
-
-Why the datapaths first: while OVN's releases are mixed, a node's flows
-differ from its peers', and an old ``ovs-vswitchd`` then meets traffic it
-never met before (Debian 12's Open vSwitch 3.1 userspace conntrack aborts
-on an assertion that 3.2.3 and later removed, OVS commit ad92b0da1); a
-pinned chassis whose ``ovs-vswitchd`` restarts gets no flows from its
-frozen ``ovn-controller`` until its own step. With every datapath on the
-new release before any OVN release moves, neither can happen.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -83,21 +71,15 @@ def done(node, target):
     return not behind(node, target) and not (record and not record.get("finished"))
 
 
-def datapath_steps(node, target):
-    """What the datapath pass does on ``node`` (empty: it has done it)."""
-    want, have = releases.DEBIAN[target], _known(node)
-    found = releases.ovs_release((node.get("running") or {}).get("ovs"))
-    out = ["packages %s -> %s" % (node.get("debian"), target)] if node.get("debian") != target else []
-    if out or found != want["ovs"]:
-        out.append("Open vSwitch %s -> %s, its flows kept (flow-restore-wait)" % (
-            releases.shown_ovs(found or have["ovs"]), releases.shown_ovs(want["ovs"])))
-    return out
-
-
 def steps_of(node, target, order="fail-safe"):
-    """What the OVN pass does on ``node``, as the plan prints it."""
+    """What upgrading ``node`` does, as the plan prints it."""
     want, have = releases.DEBIAN[target], _known(node)
     running = node.get("running") or {}
+    out = ["packages %s -> %s" % (node.get("debian"), target) if node.get("debian") != target
+           else "packages: at %s already" % target]
+    out.append("Open vSwitch %s -> %s, its flows kept (flow-restore-wait)" % (
+        releases.shown_ovs(releases.ovs_release(running.get("ovs")) or have["ovs"]),
+        releases.shown_ovs(want["ovs"])))
     controller = ["ovn-controller %s -> %s, its flows kept until it has computed new ones "
                   "(ovn-ofctrl-wait-before-clear)" % (
                       releases.shown(releases.release(running.get("ovn_controller")) or have["ovn"]),
@@ -106,7 +88,7 @@ def steps_of(node, target, order="fail-safe"):
         releases.shown(releases.release(running.get("northd")) or have["ovn"]),
         releases.shown(want["ovn"]))] if node.get("central") else []
     # rolling: controllers before the central, on a node that is both too
-    out = controller + central if order == "rolling" else central + controller
+    out += controller + central if order == "rolling" else central + controller
     out.append("the product's daemons restarted on the new release (a watcher hands its leadership over)")
     if node.get("record") and not node["record"].get("finished"):
         out[0] += " (resumed: the last run stopped on this node)"
@@ -123,11 +105,10 @@ def _northd(nodes):
 
 
 def plan(nodes, target, order):
-    """``{"order", "span", "datapath" (the nodes whose packages or Open
-    vSwitch the first pass upgrades), "nodes" (the OVN pass's, in order),
-    "central" (its central members, in order), "pin" (chassis to pin
-    before the OVN pass), "unpin" (chassis to unpin at the end), "lines"}``,
-    or :class:`Refused`."""
+    """``{"order", "span", "nodes" (to upgrade, in order), "central" (the
+    central members among them, in order), "pin" (chassis to pin first),
+    "unpin" (chassis to unpin at the end), "lines"}``, or
+    :class:`Refused`."""
     if order not in ORDERS:
         raise Refused("upgrade_order must be one of %s, not %r" % (", ".join(ORDERS), order))
     want = releases.DEBIAN.get(target)
@@ -174,15 +155,11 @@ def plan(nodes, target, order):
     central = [n for n in todo if n.get("central")]
     others = [n for n in todo if not n.get("central")]
     ordered = others + central if order == "rolling" else central + others
-    datapath = [n["name"] for n in nodes if datapath_steps(n, target)]
     pin = [n["name"] for n in todo if n.get("chassis") and order == "fail-safe"
            and releases.release((n.get("running") or {}).get("ovn_controller")) != want["ovn"]]
     unpin = [n["name"] for n in nodes if n.get("chassis") and (n.get("pinned") or n["name"] in pin)]
     lines = ["upgrade to %s (Debian %d), %s, in the %s order: %d of %d nodes to do" % (
         target, want["version"], span, order, len(ordered), len(nodes))]
-    for name in datapath:
-        node = next(n for n in nodes if n["name"] == name)
-        lines.append("datapath: %s: %s" % (name, "; ".join(datapath_steps(node, target))))
     if pin:
         lines.append("pin ovn-controller to northd's version on %s" % ", ".join(pin))
     for index, node in enumerate(ordered, 1):
@@ -192,7 +169,7 @@ def plan(nodes, target, order):
         lines.append("unpin ovn-controller on %s" % ", ".join(unpin))
     if not ordered and not unpin:
         lines.append("nothing to do: every node runs %s" % target)
-    return {"order": order, "span": span, "datapath": datapath, "nodes": [n["name"] for n in ordered],
+    return {"order": order, "span": span, "nodes": [n["name"] for n in ordered],
             "central": [n["name"] for n in ordered if n.get("central")], "pin": pin, "unpin": unpin,
             "lines": lines}
 
