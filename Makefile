@@ -155,12 +155,15 @@ bench: venv
 
 # Molecule scenarios under extensions/molecule, against this working tree,
 # each as scenario:release. The roles' scenarios and the RAFT central run on
-# Debian 13; the lab's topology runs mixed, so that every role also runs on
-# Debian 12 (the central and worker2) beside Debian 13 (worker1).
+# Debian 13; the lab's topology is stood up on Debian 12 and upgraded in
+# place to 13 by playbooks/upgrade.yml while traffic runs (lab upgrade), so
+# that every role runs on 12 and every later check on the upgraded cluster.
+# (topology:mixed, Debian 12 beside 13, still runs: make molecule
+# MOLECULE_SCENARIOS=topology:mixed.)
 # A failed scenario ends with the tasks that failed: CI shows only the tail.
 # The nodes are reached through lab/connection_plugins/podman_nsenter.py.
 MOLECULE_SCENARIOS := node:trixie ovn_central:trixie cni:trixie \
-  watcher:trixie central_cluster:trixie topology:mixed
+  watcher:trixie central_cluster:trixie topology:bookworm
 molecule: venv
 	$(PY) -m lab deps
 	rm -rf $(COLLECTION_TREE)/molecule && mkdir -p $(COLLECTION_TREE)/molecule/ansible_collections/ovn4nfv

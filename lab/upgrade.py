@@ -33,12 +33,22 @@ the Service's VIP every node holding a backend; for the Service's external
 IP every node holding a backend and the gateway whose router carries that
 address (found in the NB). The external host is no node being upgraded.
 
-Then audit.yml (clean: no ERROR line), verify.yml (every link OK) and
-upgrade.yml once more, which must change nothing. Prints the tables and,
+Before the traffic starts, and before anything changes: upgrade.yml in
+check mode (it prints the plan, changes nothing, writes no record) and in
+the rolling order (refused: 23.03 to 25.03 is outside OVN's rolling span;
+nothing written). Then, with the traffic running, a fault on purpose: a
+process holds dpkg's lock on the last worker (as an unattended apt would),
+so the first upgrade.yml stops at that node's packages step with its
+record unfinished; the lock let go, the second run must plan that node
+alone, resumed, and finish. Then audit.yml (clean: no ERROR line),
+verify.yml (every link OK) and upgrade.yml once more, which must change
+nothing. Prints the tables and,
 last, ``upgrade: from=bookworm to=trixie nodes=<n> sent=<n> lost=<n>
 max_gap_ms=<x> untouched_lost=<n> audit_clean=<yes|no> links_ok=<a>/<b>``;
 0 when untouched_lost=0, the audit is clean, every link is OK, the rerun
-changed nothing and every node upgraded runs the new release.
+changed nothing, every node upgraded runs the new release, check mode
+planned and changed nothing, the rolling order was refused, and the run
+stopped by the fault was resumed.
 """
 
 import json
@@ -67,8 +77,18 @@ VERIFY_PROBE = "/usr/local/lib/ovn4nfv-probe.py"
 PLAYBOOK = "upgrade.yml"
 
 
-def upgrade_vars():
-    return ("-e", "upgrade_to=" + TO, "-e", "upgrade_order=fail-safe",
+# a fault injected on purpose: a process holding dpkg's frontend lock on
+# the last node (as an unattended apt would), so that its upgrade fails at
+# its packages step and the next run must resume it
+LOCKED_NODE_S = 900
+LOCK_MARK = "ovn4nfv-lab-dpkg-lock"
+LOCKER = ("import fcntl, time  # %s\nhandle = open('/var/lib/dpkg/lock-frontend', 'w')\n"
+          "fcntl.lockf(handle, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(%d)\n" % (
+              LOCK_MARK, LOCKED_NODE_S))
+
+
+def upgrade_vars(order="fail-safe"):
+    return ("-e", "upgrade_to=" + TO, "-e", "upgrade_order=" + order,
             "-e", json.dumps({"upgrade_apt_sources": upgrade_repo.node_sources(TO)}))
 
 
@@ -94,6 +114,34 @@ def step_windows(records, now):
 def upgrading_at(stamp, windows):
     """The nodes being upgraded at ``stamp``."""
     return set(node for node, (start, end) in windows.items() if start <= stamp <= end)
+
+
+def shown_plan(text):
+    """The plan as upgrade.yml's ``Show it`` task printed it (its ``msg``
+    lines), from the playbook's output; [] when it printed none."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("TASK [Show it]"):
+            found = []
+            for later in lines[index + 1:]:
+                later = later.strip()
+                if later.startswith("TASK [") or later == "]":
+                    break
+                if later.startswith('"') and not later.startswith('"msg"'):
+                    found.append(json.loads(later.rstrip(",")))
+            return found
+    return []
+
+
+def refusal(text):
+    """The plan's refusal as upgrade.yml printed it (None without one)."""
+    for line in text.splitlines():
+        if line.startswith("fatal: ") and "outside OVN's rolling upgrade span" in line and "{" in line:
+            try:
+                return json.loads(line[line.index("{"):]).get("msg")
+            except ValueError:
+                return line.strip()
+    return None
 
 
 def untouched(lost_at, flow_ends, windows):
@@ -384,6 +432,7 @@ def upgrade(session):
     lay = session.layout
     for host in lay.workers + lay.externals:        # verify.yml's listeners leave the ports
         exec_in(lay.container(host), "python3", VERIFY_PROBE, "stop", check=False)
+    checked, refused = before(session)
     kubelet(session, lay.masters[0], "run", PROBE_POD, lay.request(seed.BOTH))
     try:
         specs, flows = plan(session)
@@ -391,8 +440,18 @@ def upgrade(session):
                                                              for f in flows)))
         running = Flows(session, specs)
         try:
+            locked = lay.workers[-1]
+            locker = lock_dpkg(session, locked)
+            try:
+                failed_s, _r, failed = playbook(session, PLAYBOOK, *upgrade_vars(), check=False)
+            finally:
+                unlock_dpkg(session, locked, locker)
+            stopped = records(session).get(locked) or {}
+            log("upgrade: upgrade.yml with dpkg's lock held on %s: %.0fs rc=%d, its record %s" % (
+                locked, failed_s, failed.returncode, json.dumps(stopped)))
             seconds, recap, proc = playbook(session, PLAYBOOK, *upgrade_vars(), check=False)
-            log("upgrade: upgrade.yml %.0fs rc=%d %s" % (seconds, proc.returncode, json.dumps(recap)))
+            log("upgrade: upgrade.yml resumed %.0fs rc=%d %s" % (seconds, proc.returncode, json.dumps(recap)))
+            resumed = shown_plan(proc.stdout)
             time.sleep(TAIL_S)          # a window of the measurement itself, after the upgrade
         finally:
             answers = running.stop()
@@ -429,13 +488,67 @@ def upgrade(session):
     print("== upgrade.yml: %.0fs rc=%d; again: %.0fs rc=%d changed=%d" % (
         seconds, proc.returncode, rerun_s, _p.returncode, changed(rerun)))
     print("== releases: " + " ".join("%s=%s" % kv for kv in sorted(releases.items())))
+    print("\n== the plan in check mode (rc=%d, changed=%d, no record written: %s)\n%s" % (
+        checked["rc"], checked["changed"], checked["untouched"], "\n".join(checked["plan"]) or "(none shown)"))
+    print("== the rolling order asked (rc=%d, no record written: %s): %s" % (
+        refused["rc"], refused["untouched"], refused["said"]))
+    fault_ok = failed.returncode != 0 and not stopped.get("finished") and "packages" in (stopped.get("steps") or {})
+    resumed_ok = any(line.startswith("1. %s " % locked) and "(resumed" in line for line in resumed)
+    print("== a fault injected: dpkg's lock held on %s: the run stopped there (rc=%d, steps %s); the next run "
+          "resumed it (%s)" % (locked, failed.returncode, ",".join(sorted(stopped.get("steps") or {})),
+                               next((line for line in resumed if line.startswith("1. ")), "no node planned")))
     ok = sum(1 for r in rows if r.startswith("OK"))
     total_untouched = sum(f["untouched"] for f in flows)
     upgraded = [h for h, r in found.items() if r and r.get("to") == TO and r.get("finished")]
     print(last_line(len(upgraded), list(measured.values()), total_untouched, not errors, (ok, len(rows))))
     good = (total_untouched == 0 and not errors and rows and ok == len(rows) and changed(rerun) == 0
-            and proc.returncode == 0 and _p.returncode == 0 and all(r == TO for r in releases.values()))
+            and proc.returncode == 0 and _p.returncode == 0 and all(r == TO for r in releases.values())
+            and checked["ok"] and refused["ok"] and fault_ok and resumed_ok)
     return 0 if good else 1
+
+
+def lock_dpkg(session, host):
+    """A process holding dpkg's frontend lock on ``host``, once it holds
+    it (:func:`unlock_dpkg` ends it; it lets go by itself after
+    LOCKED_NODE_S)."""
+    proc = subprocess.Popen(["podman", "exec", session.container(host), "python3", "-c", LOCKER],
+                            stdout=subprocess.PIPE, universal_newlines=True)
+    ready, _w, _x = select.select([proc.stdout], [], [], READY_S)
+    if not ready or proc.stdout.readline().strip() != "locked":
+        unlock_dpkg(session, host, proc)
+        raise SystemExit("lab: could not hold dpkg's lock on %s" % host)
+    return proc
+
+
+def unlock_dpkg(session, host, proc):
+    """The lock's holder ended, in the node and here."""
+    exec_in(session.container(host), "pkill", "-f", LOCK_MARK, check=False)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def before(session):
+    """Before any change: upgrade.yml in check mode (the plan, nothing
+    changed) and in the rolling order (refused, nothing changed)."""
+    lay = session.layout
+    nodes = [h for h in lay.hosts() if h not in lay.externals]
+
+    def untouched():
+        return all(r is None for r in records(session).values()) and all(
+            release_of(session, h) == FROM for h in nodes)
+    _s, recap, proc = playbook(session, PLAYBOOK, *upgrade_vars(), "--check", check=False)
+    checked = {"rc": proc.returncode, "changed": changed(recap), "plan": shown_plan(proc.stdout),
+               "untouched": untouched()}
+    checked["ok"] = checked["rc"] == 0 and checked["changed"] == 0 and bool(checked["plan"]) and checked["untouched"]
+    _s, _r, proc = playbook(session, PLAYBOOK, *upgrade_vars("rolling"), check=False)
+    refused = {"rc": proc.returncode, "said": refusal(proc.stdout), "untouched": untouched()}
+    refused["ok"] = refused["rc"] != 0 and bool(refused["said"]) and refused["untouched"]
+    log("upgrade: check mode rc=%d changed=%d; rolling order rc=%d: %s" % (
+        checked["rc"], checked["changed"], refused["rc"], refused["said"]))
+    return checked, refused
 
 
 def upgrade_audit(session):

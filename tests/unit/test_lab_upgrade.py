@@ -228,3 +228,32 @@ def test_each_tcp_probe_takes_its_own_source_port_in_turn():
             flows.tcp_client(None, flows.SourcePorts(first=busy, last=busy + 1), tries=3)
     finally:
         taken.close()
+
+
+OUTPUT = """PLAY [The plan, and every check before anything changes] ***
+
+TASK [Plan by OVN's rules] *****************************************************
+ok: [master]
+
+TASK [Show it] *****************************************************************
+ok: [master] => {
+    "msg": [
+        "upgrade to trixie (Debian 13), OVN 23.03 -> 25.03, in the fail-safe order: 1 of 3 nodes to do",
+        "1. worker2 (chassis): packages: at trixie already (resumed: the last run stopped on this node)"
+    ]
+}
+
+TASK [The node's other apt sources that name the old release] ******************
+"""
+
+
+def test_the_plan_and_the_refusal_as_upgrade_yml_prints_them():
+    assert upgrade.shown_plan(OUTPUT) == [
+        "upgrade to trixie (Debian 13), OVN 23.03 -> 25.03, in the fail-safe order: 1 of 3 nodes to do",
+        "1. worker2 (chassis): packages: at trixie already (resumed: the last run stopped on this node)"]
+    assert upgrade.shown_plan("PLAY [x] ***\n") == []
+    said = ("OVN 23.03 -> 25.03 is outside OVN's rolling upgrade span (from 23.03 it goes as far as 24.03): "
+            "run it in the fail-safe order")
+    text = 'TASK [Plan by OVN\'s rules] ***\nfatal: [master]: FAILED! => {"changed": false, "msg": "%s"}\n' % said
+    assert upgrade.refusal(text) == said
+    assert upgrade.refusal(OUTPUT) is None
