@@ -35,11 +35,14 @@ description:
     restarts nothing. With Open vSwitch 3.2 or later installed, each clustered database's unit
     (C(ovn-ovsdb-server-nb), C(ovn-ovsdb-server-sb)) gets a drop-in, C(ovn4nfv-upgrade.conf), that starts its
     C(ovsdb-server) with C(--disable-file-no-data-conversion), so that members still on 3.1 can read what it
-    writes (ovsdb(7)). With O(northd_active=false), the member's C(ovn-northd) is paused after the restart.
+    writes (ovsdb(7)).
+  - V(prepared), on a central member right after its packages, writes those drop-ins (with Open vSwitch 3.2 or
+    later installed, for each clustered database), so that nothing - a crash, a reboot, an operator - starts
+    the new C(ovsdb-server) without the option before the member's V(central) step.
   - V(settled), on every central member once all of them run the new release, undoes the upgrade's measures -
     each database with the drop-in gets C(ovsdb/file/no-data-conversion-enable) (when its C(ovsdb-server) runs 3.2
-    or later and has that command), the drop-ins are removed, and a paused C(ovn-northd) is resumed. The drop-in
-    is the sign of what to settle (C(ovsdb-server) has no query for it); a second run changes nothing.
+    or later and has that command), and the drop-ins are removed. The drop-in is the sign of what to settle
+    (C(ovsdb-server) has no query for it); a second run changes nothing.
 author:
   - ovn4nfv.k8s developers (@ovn4nfv-k8s)
 options:
@@ -47,7 +50,7 @@ options:
     description:
       - What to do.
     type: str
-    choices: [gathered, recorded, restarted, settled]
+    choices: [gathered, recorded, restarted, prepared, settled]
     default: gathered
   step:
     description:
@@ -91,21 +94,13 @@ options:
       - Seconds to wait for each restarted daemon to run the installed release and answer.
     type: int
     default: 120
-  northd_active:
-    description:
-      - With V(restarted) and O(step=central), whether this member's C(ovn-northd) may be the active one after
-        the restart. V(false) pauses it, so that a member still on the old release keeps the active northd
-        while the members are mixed - the upgrade passes V(false) for every central member but the last one,
-        and V(settled) resumes it. Another O(step) takes only V(true).
-    type: bool
-    default: true
 extends_documentation_fragment:
   - ovn4nfv.k8s.ovsdb
   - ovn4nfv.k8s.ovsdb.OVS
 attributes:
   check_mode:
     description: V(gathered) reads only; V(recorded) and V(restarted) say they would change and change nothing
-      (O(step=central) still checks the cluster's members, and fails as it would); V(settled) says what it would do.
+      (O(step=central) still checks the cluster's members, and fails as it would); V(prepared) and V(settled) say what they would do.
     support: full
   diff_mode:
     description: The record has no diff of its own.
@@ -128,6 +123,10 @@ EXAMPLES = r"""
   ovn4nfv.k8s.node_upgrade:
     state: restarted
     step: ovs
+
+- name: Right after the packages, a clustered member's database servers made to write the old format
+  ovn4nfv.k8s.node_upgrade:
+    state: prepared
 
 - name: Once every central member runs the new release, the upgrade's measures undone
   ovn4nfv.k8s.node_upgrade:
@@ -169,25 +168,28 @@ central:
   description:
     - With O(step=central), what the restart found and did - C(cluster) per database (C(N of N servers
       connected), C(standalone), or C(not answering) for a member down already, which takes no member from its
-      cluster), the C(dropins) written, and whether C(northd) is C(active) or C(paused).
+      cluster), and the C(dropins) written.
   returned: state is restarted and step is central
   type: dict
   sample:
     cluster: {OVN_Northbound: 3 of 3 servers connected, OVN_Southbound: 3 of 3 servers connected}
     dropins: [/etc/systemd/system/ovn-ovsdb-server-nb.service.d/ovn4nfv-upgrade.conf]
-    northd: paused
+dropins:
+  description: The drop-ins V(prepared) wrote (in check mode, would write).
+  returned: state is prepared
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/ovn-ovsdb-server-nb.service.d/ovn4nfv-upgrade.conf]
 settled:
   description:
     - What V(settled) did (in check mode, would do) - the databases given
-      C(ovsdb/file/no-data-conversion-enable) (C(enabled)), the drop-ins C(removed), and C(northd) - C(resumed),
-      C(active), or C(not running).
+      C(ovsdb/file/no-data-conversion-enable) (C(enabled)) and the drop-ins C(removed).
   returned: state is settled
   type: dict
   sample:
     enabled: [OVN_Northbound, OVN_Southbound]
     removed: [/etc/systemd/system/ovn-ovsdb-server-nb.service.d/ovn4nfv-upgrade.conf,
               /etc/systemd/system/ovn-ovsdb-server-sb.service.d/ovn4nfv-upgrade.conf]
-    northd: resumed
 """
 
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils._ansible import run_task_module
@@ -197,7 +199,8 @@ from ansible_collections.ovn4nfv.k8s.plugins.module_utils.ovsdb.connection impor
 
 def main():
     run_task_module(dict(
-        state=dict(type="str", choices=["gathered", "recorded", "restarted", "settled"], default="gathered"),
+        state=dict(type="str", choices=["gathered", "recorded", "restarted", "prepared", "settled"],
+                   default="gathered"),
         step=dict(type="str", choices=list(upgrade_node.STEPS)),
         mark=dict(type="str", choices=["started", "start", "end", "finished"]),
         from_release=dict(type="str"),
@@ -206,7 +209,6 @@ def main():
         chassis=dict(type="bool", default=True),
         record=dict(type="path", default=upgrade_node.RECORD),
         wait=dict(type="int", default=120),
-        northd_active=dict(type="bool", default=True),
     ), upgrade_node.task, default_db=DEFAULT_OVS_DB, libraries=lambda params: params["state"] == "gathered")
 
 

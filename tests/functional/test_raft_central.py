@@ -1,7 +1,6 @@
 """A central member's upgrade against real daemons: the check before a
 member restarts on raft_env's RAFT northbound (three ovsdb-server
-processes), a control socket that never answers, and a paused ovn-northd
-resumed by ``settled``."""
+processes), and a control socket that never answers."""
 
 import os
 import signal
@@ -12,7 +11,6 @@ import pytest
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import upgrade_node
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node.ovs_control import cluster_status, unixctl
 from tests.harness.raft_env import Northbound
-from tests.harness.sandbox import Sandbox
 
 
 def member(nb, index):
@@ -87,28 +85,3 @@ def test_a_hung_daemon_is_an_error_within_the_timeout(cluster):
     assert answer is None and "no answer to version within 1 s" in error and 0.9 < took < 5
     error, answer = unixctl(None, None, "version", target=ctl, timeout=5.0)
     assert error is None and answer.startswith("ovsdb-server (Open vSwitch)")
-
-
-def test_a_paused_northd_is_resumed_once(monkeypatch):
-    box = Sandbox(ovs=False, vswitchd=False)
-    try:
-        # the sandbox names northd's socket ovn-northd.ctl; Debian's is ovn-northd.<pid>.ctl
-        with open(os.path.join(box.dir, "ovn-northd.pid")) as handle:
-            pid = int(handle.read())
-        os.symlink(os.path.join(box.dir, "ovn-northd.ctl"), os.path.join(box.dir, "ovn-northd.%d.ctl" % pid))
-        monkeypatch.setattr(upgrade_node, "OVN_RUNDIR", box.dir)
-        assert upgrade_node.northd_paused() is False
-        upgrade_node._northd("pause", True)
-        assert upgrade_node.northd_paused() is True
-        none = [dict(upgrade_node.CENTRAL_DBS[0], ctl=os.path.join(box.dir, "none.ctl"))]
-        unitdir = os.path.join(box.dir, "system")
-        assert upgrade_node.settle(True, none, unitdir) == (True, {"enabled": [], "removed": [],
-                                                                   "northd": "resumed"})
-        assert upgrade_node.northd_paused() is True
-        assert upgrade_node.settle(False, none, unitdir) == (True, {"enabled": [], "removed": [],
-                                                                    "northd": "resumed"})
-        assert upgrade_node.northd_paused() is False
-        assert upgrade_node.settle(False, none, unitdir) == (False, {"enabled": [], "removed": [],
-                                                                     "northd": "active"})
-    finally:
-        box.stop()

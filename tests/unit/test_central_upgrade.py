@@ -4,8 +4,6 @@ a mixed cluster's file format, and the record that keeps its history."""
 
 import os
 
-import pytest
-
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.common.marks import UPGRADE_DROPIN
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node import upgrade_node
 from ansible_collections.ovn4nfv.k8s.plugins.module_utils.node.ovs_control import (
@@ -136,12 +134,12 @@ def test_settled_removes_the_drop_ins_once(tmp_path, monkeypatch):
     central = dbs(tmp_path, True, True)
     written = upgrade_node.write_dropins("3.5.0-1", central, unitdir)
     changed, done = upgrade_node.settle(True, central, unitdir)
-    assert changed and done == {"enabled": [], "removed": written, "northd": "not running"}
+    assert changed and done == {"enabled": [], "removed": written}
     assert all(os.path.exists(path) for path in written) and reloads == []
     changed, done = upgrade_node.settle(False, central, unitdir)
     assert changed and done["removed"] == written and reloads == [("daemon-reload",)]
     assert os.listdir(unitdir) == []
-    unchanged = (False, {"enabled": [], "removed": [], "northd": "not running"})
+    unchanged = (False, {"enabled": [], "removed": []})
     assert upgrade_node.settle(False, central, unitdir) == unchanged
     assert reloads == [("daemon-reload",)]
 
@@ -172,9 +170,24 @@ def test_a_record_of_an_older_release_counts_one_attempt():
     assert upgrade_node.updated_record(old, "started", source="trixie", target="trixie", now=5.0)["attempts"] == 2
 
 
-def test_northd_active_belongs_to_the_central_step(tmp_path):
-    params = dict(state="restarted", step="ovs", northd_active=False, db=None, wait=5, timeout=5,
-                  record=str(tmp_path / "upgrade.json"))
-    with pytest.raises(upgrade_node.ValidationError) as refused:
-        upgrade_node.task(params, True)
-    assert "northd_active" in str(refused.value)
+def test_prepared_writes_the_drop_ins_right_after_the_packages(tmp_path, monkeypatch):
+    """state prepared: with OVS 3.5 installed, a clustered database's
+    drop-in before its member's central step; check mode writes none; a
+    second run changes nothing; on OVS 3.1 there is nothing to prepare."""
+    reloads, installed = [], {"openvswitch-switch": "3.5.0-1+b1"}
+    monkeypatch.setattr(upgrade_node, "systemctl", lambda *args: reloads.append(args))
+    monkeypatch.setattr(upgrade_node, "installed_versions", lambda names: dict(installed))
+    unitdir, central = str(tmp_path / "system"), dbs(tmp_path, True, True)
+    wanted = [os.path.join(unitdir, unit + ".service.d", UPGRADE_DROPIN)
+              for unit in ("ovn-ovsdb-server-nb", "ovn-ovsdb-server-sb")]
+    assert upgrade_node.prepare(True, central, unitdir) == (True, wanted)
+    assert not os.path.exists(unitdir) and reloads == []
+    assert upgrade_node.prepare(False, central, unitdir) == (True, wanted)
+    assert all(os.path.exists(p) for p in wanted) and reloads == [("daemon-reload",)]
+    assert upgrade_node.prepare(True, central, unitdir) == (False, [])
+    assert upgrade_node.prepare(False, central, unitdir) == (False, [])
+    assert reloads == [("daemon-reload",)]
+    installed["openvswitch-switch"] = "3.1.0-2+deb12u1"
+    other = str(tmp_path / "other")
+    assert upgrade_node.prepare(True, central, other) == (False, [])
+    assert upgrade_node.prepare(False, central, other) == (False, []) and not os.path.exists(other)

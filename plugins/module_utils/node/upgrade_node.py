@@ -40,12 +40,15 @@ without losing the flows it forwards with.
     later installed, the NB and SB units of a clustered database get a
     drop-in that starts their ovsdb-server with
     ``--disable-file-no-data-conversion`` (ovsdb(7): 3.1 members cannot
-    read what 3.2 writes otherwise). After: unless this member's northd is
-    to be active, it is paused, so that the old release's northd stays the
-    active one while the members are mixed.
+    read what 3.2 writes otherwise); ``prepared`` writes it right after the
+    packages, before anything can start the new server without it. The
+    active ovn-northd is the one beside the SB leader (the roles point each
+    northd at its own member's socket), so while the members are mixed the
+    active northd's release follows the leadership; pausing one cannot
+    choose it (a paused northd beside the leader leaves none active).
   - ``settled``, once every central member runs the new release: each
     database with the drop-in gets ``ovsdb/file/no-data-conversion-enable``,
-    the drop-ins go, and a paused ovn-northd is resumed.
+    and the drop-ins go.
   - ``daemons``: the product's units that this node has (the node agent,
     the watcher: a leader releases its Lease on SIGTERM and a standby takes
     over; containerd, whose containers outlive it).
@@ -355,12 +358,8 @@ def write_dropins(installed_ovs, dbs=CENTRAL_DBS, unitdir=UNITDIR):
         if not is_clustered(db["file"]):
             continue
         path, text = dropin_path(db["unit"], unitdir), dropin_text(db["command"])
-        try:
-            with open(path) as handle:
-                if handle.read() == text:
-                    continue
-        except (IOError, OSError):
-            pass
+        if _holds(path, text):
+            continue
         if not os.path.isdir(os.path.dirname(path)):
             os.makedirs(os.path.dirname(path), 0o755)
         with open(path + ".new", "w") as handle:
@@ -385,30 +384,41 @@ def _cluster_ok(target):
     return check
 
 
-def northd_paused():
-    """Whether this node's ovn-northd is paused (``is-paused``, in OVN 23.03
-    and 25.03 alike); None when none answers."""
-    error, answer = unixctl(OVN_RUNDIR, "ovn-northd", "is-paused")
-    return None if error else answer.strip() == "true"
+def prepare(check_mode, dbs=CENTRAL_DBS, unitdir=UNITDIR):
+    """Right after the packages: with Open vSwitch 3.2 or later installed,
+    each clustered database's unit gets the drop-in that starts its
+    ovsdb-server with :data:`NO_DATA_CONVERSION_OPTION`, before anything
+    (a crash, a reboot, an operator) can start the new server without it.
+    ``(changed, the drop-ins written)``; check mode writes none."""
+    installed = installed_versions([PACKAGES["ovs"]]).get(PACKAGES["ovs"])
+    if check_mode:
+        release = releases.ovs_release(installed)
+        wanted = [dropin_path(db["unit"], unitdir) for db in dbs if release and release >= FILE_FORMAT_CHANGE
+                  and is_clustered(db["file"]) and not _holds(dropin_path(db["unit"], unitdir),
+                                                              dropin_text(db["command"]))]
+        return bool(wanted), wanted
+    written = write_dropins(installed, dbs, unitdir)
+    if written:
+        systemctl("daemon-reload")
+    return bool(written), written
 
 
-def _northd(command, paused):
-    error, _answer = unixctl(OVN_RUNDIR, "ovn-northd", command)
-    if error:
-        raise UpgradeFailed("ovn-northd %s: %s" % (command, error))
-    if northd_paused() is not paused:
-        raise UpgradeFailed("ovn-northd %s: is-paused does not say %s" % (command, str(paused).lower()))
+def _holds(path, text):
+    try:
+        with open(path) as handle:
+            return handle.read() == text
+    except (IOError, OSError):
+        return False
 
 
-def restart_central(timeout, northd_active=True, dbs=CENTRAL_DBS, unitdir=UNITDIR, found=None):
+def restart_central(timeout, dbs=CENTRAL_DBS, unitdir=UNITDIR, found=None):
     """NB, SB and ovn-northd on the new release, once every other member
     of each clustered database is seen connected (:func:`central_ready`,
     or what it ``found`` already); with Open vSwitch 3.2 or later
     installed, a clustered database's ovsdb-server started with
-    :data:`NO_DATA_CONVERSION_OPTION` (a drop-in); each clustered member
-    back in its cluster, which has a leader; unless ``northd_active``, this
-    member's ovn-northd paused, so that the members still on the old
-    release keep the active one. What it found and did."""
+    :data:`NO_DATA_CONVERSION_OPTION` (the drop-in, :func:`prepare`'s, made
+    here too if it is not there); each clustered member back in its
+    cluster, which has a leader. What it found and did."""
     found = central_ready(dbs) if found is None else found
     written = write_dropins(installed_versions([PACKAGES["ovs"]]).get(PACKAGES["ovs"]), dbs, unitdir)
     if written:
@@ -418,9 +428,7 @@ def restart_central(timeout, northd_active=True, dbs=CENTRAL_DBS, unitdir=UNITDI
     for db in dbs:
         wait_until("%s's member in its cluster, with a leader" % db["name"], _cluster_ok((db["ctl"], db["name"])),
                    timeout)
-    if not northd_active:
-        _northd("pause", True)
-    return {"cluster": found, "dropins": written, "northd": "active" if northd_active else "paused"}
+    return {"cluster": found, "dropins": written}
 
 
 def settle(check_mode, dbs=CENTRAL_DBS, unitdir=UNITDIR):
@@ -429,8 +437,8 @@ def settle(check_mode, dbs=CENTRAL_DBS, unitdir=UNITDIR):
     :data:`NO_DATA_CONVERSION_OPTION`; ovsdb-server has no query for
     whether it was enabled since) gets :data:`NO_DATA_CONVERSION_ENABLE`
     when its server runs 3.2 or later and has that command (it has it only
-    when started with the option), and the drop-in removed; then a paused
-    ovn-northd resumed. ``(changed, what was done)``."""
+    when started with the option), and the drop-in removed. ``(changed,
+    what was done)``."""
     enabled, removed = [], []
     for db in dbs:
         path = dropin_path(db["unit"], unitdir)
@@ -458,12 +466,7 @@ def settle(check_mode, dbs=CENTRAL_DBS, unitdir=UNITDIR):
         removed.append(path)
     if removed and not check_mode:
         systemctl("daemon-reload")
-    paused = northd_paused()
-    if paused and not check_mode:
-        _northd("resume", False)
-    northd = "resumed" if paused else "not running" if paused is None else "active"
-    done = {"enabled": enabled, "removed": removed, "northd": northd}
-    return bool(enabled or removed or paused), done
+    return bool(enabled or removed), {"enabled": enabled, "removed": removed}
 
 
 def restart_daemons(units=DAEMONS):
@@ -498,14 +501,11 @@ def _restarted(params, check_mode):
     if step not in RESTARTS and step != "daemons":
         raise ValidationError("step: state restarted restarts ovs, ovn-controller, central or daemons, not %r"
                               % step)
-    if not params["northd_active"] and step != "central":
-        raise ValidationError("northd_active: only step central restarts an ovn-northd, not step %s" % step)
     extra = {}
     if step == "central":
         # the other members first: a refusal restarts and records nothing, in check mode too
         found = central_ready()
-        extra["central"] = {"cluster": found, "dropins": [], "northd": "active" if params["northd_active"]
-                            else "paused"}
+        extra["central"] = {"cluster": found, "dropins": []}
     if check_mode:
         return dict(changed=True, record=read_record(params["record"]), restarted=[], **extra)
     record = updated_record(read_record(params["record"]), "start", step)
@@ -513,7 +513,7 @@ def _restarted(params, check_mode):
     if step == "daemons":
         done = restart_daemons()
     elif step == "central":
-        extra["central"] = restart_central(params["wait"], params["northd_active"], found=extra["central"]["cluster"])
+        extra["central"] = restart_central(params["wait"], found=extra["central"]["cluster"])
         done = ["ovn-central"]
     else:
         done = RESTARTS[step](params["wait"]) or []
@@ -536,6 +536,9 @@ def task(params, check_mode):
     if params["state"] == "settled":
         changed, done = settle(check_mode)
         return dict(changed=changed, settled=done)
+    if params["state"] == "prepared":
+        changed, written = prepare(check_mode)
+        return dict(changed=changed, dropins=written)
     node = gather(params["db"], params["timeout"], params["record"])
     if params["to_release"] is None:
         return dict(changed=False, node=node)
