@@ -43,6 +43,8 @@ def refusal(dbs, timeout=30):
 
 def test_every_member_up_then_one_killed_is_refused_naming_it(cluster, tmp_path, monkeypatch):
     assert upgrade_node.central_ready([member(cluster, 0)]) == {"OVN_Northbound": "3 of 3 servers connected"}
+    # what the central step waits for after its restart: a member of a cluster with a leader
+    assert upgrade_node._cluster_ok((member(cluster, 1)["ctl"], "OVN_Northbound"))() is True
     error, answer = unixctl(None, None, "cluster/status", ["OVN_Northbound"], target=member(cluster, 2)["ctl"])
     assert error is None
     own = cluster_status(answer)
@@ -64,6 +66,7 @@ def test_a_standalone_database_and_a_member_not_running_pass():
     try:
         db = member(single, 0)
         assert upgrade_node.central_ready([db]) == {"OVN_Northbound": "standalone"}
+        assert upgrade_node._cluster_ok((db["ctl"], "OVN_Northbound"))() is True
         assert not upgrade_node.is_clustered(db["file"])
         single.stop(0)
         found = upgrade_node.central_ready([db])["OVN_Northbound"]

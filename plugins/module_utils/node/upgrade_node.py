@@ -345,11 +345,12 @@ def dropin_text(command):
             % (OVN_CTL, command, NO_DATA_CONVERSION_OPTION))
 
 
-def write_dropins(installed_ovs, dbs=CENTRAL_DBS, unitdir=UNITDIR):
+def write_dropins(installed_ovs, dbs=CENTRAL_DBS, unitdir=UNITDIR, check_mode=False):
     """With Open vSwitch 3.2 or later installed (``installed_ovs``, dpkg's
     version), each clustered database's unit gets the drop-in that starts
     its ovsdb-server with :data:`NO_DATA_CONVERSION_OPTION` (3.1 has no
-    such option); the drop-ins written or changed."""
+    such option); the drop-ins written or changed (in ``check_mode``,
+    those it would write, writing none)."""
     release = releases.ovs_release(installed_ovs)
     if release is None or release < FILE_FORMAT_CHANGE:
         return []
@@ -360,12 +361,14 @@ def write_dropins(installed_ovs, dbs=CENTRAL_DBS, unitdir=UNITDIR):
         path, text = dropin_path(db["unit"], unitdir), dropin_text(db["command"])
         if _holds(path, text):
             continue
+        written.append(path)
+        if check_mode:
+            continue
         if not os.path.isdir(os.path.dirname(path)):
             os.makedirs(os.path.dirname(path), 0o755)
         with open(path + ".new", "w") as handle:
             handle.write(text)
         os.rename(path + ".new", path)
-        written.append(path)
     return written
 
 
@@ -378,9 +381,8 @@ def _cluster_ok(target):
             return True     # the server answered: a standalone database has no cluster to be back in
         if error or not answer:
             return False
-        status = dict(line.split(":", 1) for line in answer.splitlines() if ":" in line)
-        return status.get("Status", "").strip() == "cluster member" and \
-            status.get("Leader", "unknown").strip() not in ("", "unknown")
+        status = cluster_status(answer)
+        return status["status"] == "cluster member" and status["leader"] not in (None, "", "unknown")
     return check
 
 
@@ -390,15 +392,8 @@ def prepare(check_mode, dbs=CENTRAL_DBS, unitdir=UNITDIR):
     ovsdb-server with :data:`NO_DATA_CONVERSION_OPTION`, before anything
     (a crash, a reboot, an operator) can start the new server without it.
     ``(changed, the drop-ins written)``; check mode writes none."""
-    installed = installed_versions([PACKAGES["ovs"]]).get(PACKAGES["ovs"])
-    if check_mode:
-        release = releases.ovs_release(installed)
-        wanted = [dropin_path(db["unit"], unitdir) for db in dbs if release and release >= FILE_FORMAT_CHANGE
-                  and is_clustered(db["file"]) and not _holds(dropin_path(db["unit"], unitdir),
-                                                              dropin_text(db["command"]))]
-        return bool(wanted), wanted
-    written = write_dropins(installed, dbs, unitdir)
-    if written:
+    written = write_dropins(installed_versions([PACKAGES["ovs"]]).get(PACKAGES["ovs"]), dbs, unitdir, check_mode)
+    if written and not check_mode:
         systemctl("daemon-reload")
     return bool(written), written
 
