@@ -97,12 +97,6 @@ nodes:
   type: list
   elements: str
   sample: [master, worker1, worker2]
-central:
-  description: The central members among RV(nodes), in order (each but the last keeps its ovn-northd paused).
-  returned: success
-  type: list
-  elements: str
-  sample: [master]
 pin:
   description: The chassis to pin to northd's version before the first node is upgraded.
   returned: success

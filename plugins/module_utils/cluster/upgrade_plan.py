@@ -105,9 +105,8 @@ def _northd(nodes):
 
 
 def plan(nodes, target, order):
-    """``{"order", "span", "nodes" (to upgrade, in order), "central" (the
-    central members among them, in order), "pin" (chassis to pin first),
-    "unpin" (chassis to unpin at the end), "lines"}``, or
+    """``{"order", "span", "nodes" (to upgrade, in order), "pin" (chassis
+    to pin first), "unpin" (chassis to unpin at the end), "lines"}``, or
     :class:`Refused`."""
     if order not in ORDERS:
         raise Refused("upgrade_order must be one of %s, not %r" % (", ".join(ORDERS), order))
@@ -169,8 +168,7 @@ def plan(nodes, target, order):
         lines.append("unpin ovn-controller on %s" % ", ".join(unpin))
     if not ordered and not unpin:
         lines.append("nothing to do: every node runs %s" % target)
-    return {"order": order, "span": span, "nodes": [n["name"] for n in ordered],
-            "central": [n["name"] for n in ordered if n.get("central")], "pin": pin, "unpin": unpin,
+    return {"order": order, "span": span, "nodes": [n["name"] for n in ordered], "pin": pin, "unpin": unpin,
             "lines": lines}
 
 
